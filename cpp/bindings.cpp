@@ -746,7 +746,8 @@ inline int64_t observe_width(const Model &m) {
 // ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with a dict of named options
 // (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping, explicit_couplings,
 // tolerance, iterations; steps, with_energy, constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
-// (N, steps, 6 nbody), warm (N, nv) and act (N, na), or None each), on threads with the GIL released: (Q (N, steps+1, nq),
+// (N, steps, 6 nbody), warm (N, nv) and act (N, na), or None each; a constrained rollout's optional observe (N, W),
+// observe_body (nbody, 13) and frames (N,) int64, each 0 or steps: 0 no step, the forward pass at q0 alone), on threads with the GIL released: (Q (N, steps+1, nq),
 // QD, E (N, steps+1), status (N): -1, or the step at which the trajectory stopped, ncon, near, warm_out, A (N, steps+1,
 // na) the activations, capped (N): the first step whose discrete smooth solve stopped at its iteration cap (-1: none),
 // capped_residual (N): its relative residual). When the first
@@ -776,7 +777,18 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     nb::handle warm = o.object("warm"), act_in = o.object("act");
     nb::handle observe = o.has("observe") ? o.object("observe") : nb::none();
     nb::handle observe_body = o.has("observe_body") ? o.object("observe_body") : nb::none();
+    nb::handle frames = o.has("frames") ? o.object("frames") : nb::none();
     o.done();
+    if (!frames.is_none()) {                                           // (N,) int64, each 0 or steps: a constrained rollout
+        PyArrayObject *f = PyArray_Check(frames.ptr()) ? reinterpret_cast<PyArrayObject *>(frames.ptr()) : nullptr;
+        bool ok = r.constrained && f && PyArray_TYPE(f) == NPY_INT64 && PyArray_NDIM(f) == 1 &&
+                  int64_t(PyArray_DIM(f, 0)) == N && PyArray_IS_C_CONTIGUOUS(f) && PyArray_ISALIGNED(f) &&
+                  !PyArray_ISBYTESWAPPED(f);
+        const int64_t *each = ok ? static_cast<const int64_t *>(PyArray_DATA(f)) : nullptr;
+        for (int64_t n = 0; ok && n < N; n++) ok = each[n] == 0 || each[n] == r.steps;
+        if (!ok) throw nb::value_error("rollout: frames (N,) int64 in C order, each 0 or steps, a constrained rollout");
+        r.frames = each;
+    }
     if (!observe.is_none()) {                                          // (N, W) and (nbody, 13) float64, C order
         PyArrayObject *ob = float64_array(observe, 2), *bb = float64_array(observe_body, 2);
         if (!r.constrained || r.steps < 1 || !ob || !bb || int64_t(PyArray_DIM(ob, 0)) != N ||
@@ -904,6 +916,7 @@ ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &ke
         if (t.moving[k] < 0 || t.moving[k] >= nv) o.invalid("moving", "a dof outside 0 .. nv - 1");
     t.nanchor = o.size("nanchor"), t.anchored = o.view_ints("anchored", {t.nanchor});
     t.anchor_dJ = o.view_doubles("anchor_dJ", {t.nanchor, nv, nv});
+    t.anchor_dbias = o.view_doubles("anchor_dbias", {t.nanchor, nv}), t.anchor_dgap = o.view_doubles("anchor_dgap", {t.nanchor, nv});
     for (int64_t i = 0; i < t.nanchor; i++)
         if (t.anchored[i] < 0 || t.anchored[i] >= n) o.invalid("anchored", "a row outside 0 .. nefc - 1");
     o.done();
@@ -1402,6 +1415,25 @@ nb::object anchor_rows_call(DArr J, DArr origin, DArr anchor, DArr turns, DArr q
     return dJ;
 }
 
+// _native.anchor_bias_derivative(J, origin, anchor, turns, quats, scale, rows, qd): (rows, nv) of
+// cpp/constraint_derivative.h's anchor_bias_derivative (physai.derivatives.anchor_bias_derivative's arrays); ValueError
+// for arrays not shaped as it reads them
+nb::object anchor_bias_derivative_call(DArr J, DArr origin, DArr anchor, DArr turns, DArr quats, double scale, int64_t rows,
+                                       DArr qd) {
+    if (J.ndim() != 3 || J.shape(0) != 2 || J.shape(1) != 6)
+        throw std::invalid_argument("anchor_bias_derivative: J is not (2, 6, nv)");
+    const int64_t nv = int64_t(J.shape(2));
+    if (!is(origin, {2, 3}) || !is(anchor, {2, 3}) || !is(turns, {nv, nv}) || !is(quats, {2, 4}) || !is(qd, {nv}))
+        throw std::invalid_argument("anchor_bias_derivative: an array is not shaped as J's bodies and dofs");
+    if (rows != 3 && rows != 6) throw std::invalid_argument("anchor_bias_derivative: rows is not 3 (a connect) or 6 (a weld)");
+    void *a = nullptr;
+    const npy_intp dims[2] = {npy_intp(rows), npy_intp(nv)};
+    nb::object out = new_array(2, dims, NPY_FLOAT64, a);
+    anchor_bias_derivative(nv, J.data(), origin.data(), anchor.data(), turns.data(), quats.data(), scale, rows, qd.data(),
+                           static_cast<double *>(a));
+    return out;
+}
+
 // _native.segment_pair(J, origin, a0, d1, b0, d2, radius, dist): (room (2,), speed (2,), st (2, nv), dD (3, nv), L,
 // v1 (3, nv)) of cpp/constraint_derivative.h's segment_pair (physai.derivatives.segment_pair's arrays), or None where
 // it declines the pair; ValueError for arrays not shaped as it reads them
@@ -1487,6 +1519,9 @@ NB_MODULE(_native, mod) {
     mod.def("anchor_rows", &anchor_rows_call, nb::arg("J"), nb::arg("origin"), nb::arg("anchor"), nb::arg("turns"),
             nb::arg("quats"), nb::arg("scale"), nb::arg("rows"),
             "dJ (rows, nv, nv): physai.derivatives.anchor_rows compiled (cpp/constraint_derivative.h)");
+    mod.def("anchor_bias_derivative", &anchor_bias_derivative_call, nb::arg("J"), nb::arg("origin"), nb::arg("anchor"),
+            nb::arg("turns"), nb::arg("quats"), nb::arg("scale"), nb::arg("rows"), nb::arg("qd"),
+            "(rows, nv): physai.derivatives.anchor_bias_derivative compiled (cpp/constraint_derivative.h)");
     mod.def("segment_contact_rows", &segment_contact_rows_call, nb::arg("J"), nb::arg("origin"), nb::arg("frame"),
             nb::arg("pos"), nb::arg("dist"), nb::arg("friction"), nb::arg("dim"), nb::arg("d1"), nb::arg("ds"), nb::arg("dD"),
             nb::arg("L"), nb::arg("radius"), nb::arg("v1"), nb::arg("turns"), nb::arg("common"),

@@ -9,6 +9,8 @@
 //                          (derivatives.segment_pair, from _Constraints._segment_pair)
 //     anchor_rows          d J/dq of a connect's or a weld's rows (derivatives.anchor_rows, from
 //                          _Constraints._anchor_rows)
+//     anchor_bias_derivative  d(Jdot qd)/dq of those rows (derivatives.anchor_bias_derivative, from
+//                          _Constraints._anchor_rows)
 //
 // Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts. Included by
 // cpp/bindings.cpp only (the module function _native.plane_contact_rows).
@@ -350,6 +352,128 @@ inline bool segment_pair(int64_t nv, const double *J, const double *origin, cons
         if (norm[i] == 0) room[i] = INFINITY;                          // a sphere: no segment
     }
     return true;
+}
+
+
+// derivatives.anchor_bias_derivative, one to one: d(Jdot qd)/dq_m (rows, nv) of a connect's rows (rows 3) or a weld's
+// (rows 6) at the velocity qd (nv), anchor_rows' arrays. Per body, P its anchor's point Jacobian, W its angular one,
+// T = turns, dW_jm = T[j, m] W_m x W_j, dP_jm = W_j x P_m + T[j, m] (W_m x P_j - W_j x P_m), omega = W qd, V = P qd,
+// U_j = sum_k T[j, k] qd_k W_k, Pt_j likewise of P, dU_jm, dPt_jm of dW, dP:
+//   d a_m = d omega_m x V + omega x dV_m + sum_j qd_j (dU_jm x P_j + U_j x dP_jm - dW_jm x Pt_j - W_j x dPt_jm)
+//   d beta_m = sum_j qd_j (dU_jm x W_j + U_j x dW_jm),  beta = sum_j qd_j U_j x W_j
+// the translational rows d a_1 - d a_2; a weld's rotational rows ts/2 Im(d(neg Y quat)), Y = (-|w|^2 / 2, w x (omega_1 +
+// omega_2) / 2 + beta_1 - beta_2), w = omega_1 - omega_2, d neg = -neg (0, W2_m) / 2, d quat = (0, W1_m) quat / 2
+inline void anchor_bias_derivative(int64_t nv, const double *J, const double *origin, const double *anchor,
+                                   const double *turns, const double *quats, double scale, int64_t rows, const double *qd,
+                                   double *out) {
+    const size_t n = size_t(nv), sq = n * n;
+    std::vector<double> P(3 * n), U(3 * n), Pt(3 * n), dW(3 * sq), dP(3 * sq), dU(3 * sq), dPt(3 * sq);
+    double omega[2][3], beta[2][3];
+    std::vector<double> domega(2 * 3 * n), dbeta(2 * 3 * n);
+    for (int64_t i = 0; i < rows * nv; i++) out[i] = 0.0;
+    auto col = [&](const double *A, int64_t k, double *v) { v[0] = A[k], v[1] = A[nv + k], v[2] = A[2 * nv + k]; };
+    for (int b = 0; b < 2; b++) {
+        const double *Jb = J + b * 6 * nv, *W = Jb + 3 * nv;
+        const double xo[3] = {anchor[3 * b] - origin[3 * b], anchor[3 * b + 1] - origin[3 * b + 1],
+                              anchor[3 * b + 2] - origin[3 * b + 2]};
+        for (int64_t k = 0; k < nv; k++) {                             // P = Jp(o) + W x (x - o)
+            double w[3], a[3];
+            col(W, k, w), cross(w, xo, a);
+            for (int x = 0; x < 3; x++) P[x * n + k] = Jb[x * nv + k] + a[x];
+        }
+        double w[3] = {0, 0, 0}, V[3] = {0, 0, 0};
+        for (int64_t j = 0; j < nv; j++) {                             // omega, V, U, Pt
+            for (int x = 0; x < 3; x++) w[x] += W[x * nv + j] * qd[j], V[x] += P[x * n + j] * qd[j];
+            for (int x = 0; x < 3; x++) {
+                double u = 0.0, p = 0.0;
+                for (int64_t k = 0; k < nv; k++) {
+                    double t = turns[j * nv + k] * qd[k];
+                    u += W[x * nv + k] * t, p += P[x * n + k] * t;
+                }
+                U[x * n + j] = u, Pt[x * n + j] = p;
+            }
+        }
+        for (int64_t j = 0; j < nv; j++)                               // dW, dP [x][j][m]
+            for (int64_t m = 0; m < nv; m++) {
+                double Wj[3], Wm[3], Pj[3], Pm[3], a[3], c[3], e[3], f[3];
+                col(W, j, Wj), col(W, m, Wm), col(P.data(), j, Pj), col(P.data(), m, Pm);
+                const double T = turns[j * nv + m];
+                cross(Wm, Wj, a), cross(Wj, Pm, c), cross(Wm, Pj, e), cross(Wj, Pm, f);
+                for (int x = 0; x < 3; x++) {
+                    dW[x * sq + j * n + m] = T * a[x];
+                    dP[x * sq + j * n + m] = c[x] + T * (e[x] - f[x]);
+                }
+            }
+        for (int x = 0; x < 3; x++)                                    // dU, dPt
+            for (int64_t j = 0; j < nv; j++)
+                for (int64_t m = 0; m < nv; m++) {
+                    double u = 0.0, p = 0.0;
+                    for (int64_t k = 0; k < nv; k++) {
+                        double t = turns[j * nv + k] * qd[k];
+                        u += t * dW[x * sq + k * n + m], p += t * dP[x * sq + k * n + m];
+                    }
+                    dU[x * sq + j * n + m] = u, dPt[x * sq + j * n + m] = p;
+                }
+        const double sign = b == 0 ? 1.0 : -1.0;
+        double *dom = domega.data() + b * 3 * n, *dbe = dbeta.data() + b * 3 * n;
+        for (int x = 0; x < 3; x++) omega[b][x] = w[x], beta[b][x] = 0.0;
+        for (int64_t j = 0; j < nv; j++) {
+            double Uj[3], Wj[3], c[3];
+            col(U.data(), j, Uj), col(W, j, Wj), cross(Uj, Wj, c);
+            for (int x = 0; x < 3; x++) beta[b][x] += qd[j] * c[x];
+        }
+        for (int64_t m = 0; m < nv; m++) {
+            double dw[3] = {0, 0, 0}, dV[3] = {0, 0, 0}, acc[3], be[3] = {0, 0, 0}, c[3];
+            for (int64_t j = 0; j < nv; j++)
+                for (int x = 0; x < 3; x++) dw[x] += dW[x * sq + j * n + m] * qd[j], dV[x] += dP[x * sq + j * n + m] * qd[j];
+            cross(dw, V, acc), cross(w, dV, c);
+            for (int x = 0; x < 3; x++) acc[x] += c[x];
+            for (int64_t j = 0; j < nv; j++) {
+                double dUj[3], dPj[3], dWj[3], dPtj[3], Pj[3], Uj[3], Ptj[3], Wj[3], t1[3], t2[3], t3[3], t4[3], t5[3], t6[3];
+                for (int x = 0; x < 3; x++) {
+                    size_t e = x * sq + j * n + m;
+                    dUj[x] = dU[e], dPj[x] = dP[e], dWj[x] = dW[e], dPtj[x] = dPt[e];
+                }
+                col(P.data(), j, Pj), col(U.data(), j, Uj), col(Pt.data(), j, Ptj), col(W, j, Wj);
+                cross(dUj, Pj, t1), cross(Uj, dPj, t2), cross(dWj, Ptj, t3), cross(Wj, dPtj, t4);
+                cross(dUj, Wj, t5), cross(Uj, dWj, t6);
+                for (int x = 0; x < 3; x++) {
+                    acc[x] += qd[j] * (t1[x] + t2[x] - t3[x] - t4[x]);
+                    be[x] += qd[j] * (t5[x] + t6[x]);
+                }
+            }
+            for (int x = 0; x < 3; x++) {
+                out[x * nv + m] += sign * acc[x];
+                dom[x * n + m] = dw[x], dbe[x * n + m] = be[x];
+            }
+        }
+    }
+    if (rows == 3) return;
+    double w[3], s[3], ws[3], Y[4];
+    for (int x = 0; x < 3; x++) w[x] = omega[0][x] - omega[1][x], s[x] = omega[0][x] + omega[1][x];
+    cross(w, s, ws);
+    Y[0] = -0.5 * (w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    for (int x = 0; x < 3; x++) Y[1 + x] = 0.5 * ws[x] + beta[0][x] - beta[1][x];
+    const double *neg = quats, *quat = quats + 4;
+    const double *W1 = J + 3 * nv, *W2 = J + 9 * nv;
+    double negY[4];
+    quat_mul(neg, Y, negY);
+    for (int64_t m = 0; m < nv; m++) {
+        const double *d0 = domega.data(), *d1 = domega.data() + 3 * n;
+        double dw[3], ds[3], a[3], c[3], dY[4], e2[4] = {0, W2[m], W2[nv + m], W2[2 * nv + m]};
+        double e1[4] = {0, W1[m], W1[nv + m], W1[2 * nv + m]}, dneg[4], dquat[4], t[4], r1[4], r2[4], r3[4];
+        for (int x = 0; x < 3; x++) dw[x] = d0[x * n + m] - d1[x * n + m], ds[x] = d0[x * n + m] + d1[x * n + m];
+        cross(dw, s, a), cross(w, ds, c);
+        dY[0] = -(w[0] * dw[0] + w[1] * dw[1] + w[2] * dw[2]);
+        for (int x = 0; x < 3; x++)
+            dY[1 + x] = 0.5 * (a[x] + c[x]) + dbeta[x * n + m] - dbeta[3 * n + x * n + m];
+        quat_mul(neg, e2, dneg), quat_mul(e1, quat, dquat);
+        for (int x = 0; x < 4; x++) dneg[x] *= -0.5, dquat[x] *= 0.5;
+        quat_mul(dneg, Y, t), quat_mul(t, quat, r1);
+        quat_mul(neg, dY, t), quat_mul(t, quat, r2);
+        quat_mul(negY, dquat, r3);
+        for (int x = 0; x < 3; x++) out[(3 + x) * nv + m] = 0.5 * scale * (r1[1 + x] + r2[1 + x] + r3[1 + x]);
+    }
 }
 
 }  // namespace

@@ -244,6 +244,8 @@ struct Rollout {
     const double *observe_body = nullptr;          // their body constants (nbody, 13: mass, ipos, inertia), or null
     int64_t *capped = nullptr;                     // the first step whose discrete smooth solve (metric_pcg) stopped at
     double *capped_residual = nullptr;             // its iteration cap (N; -1: none), its relative residual (N), or null
+    const int64_t *frames = nullptr;               // constrained: each trajectory's steps (N: 0 or steps), or null (all
+                                                   // steps); 0: no step, the forward pass at its row 0 alone (forward_one)
 };
 constexpr int64_t RERUN = -3;
 
@@ -270,9 +272,9 @@ struct ConstrainedTerms {
     const int64_t *plane_body = nullptr, *plane_dim = nullptr;
     const double *plane_origin = nullptr, *plane_frame = nullptr, *plane_pos = nullptr, *plane_dist = nullptr;
     const double *plane_friction = nullptr, *plane_radius = nullptr, *plane_axis = nullptr, *turns = nullptr;
-    int64_t nanchor = 0;                                               // the connect and weld rows: dJ/dq alone given
-    const int64_t *anchored = nullptr;
-    const double *anchor_dJ = nullptr;
+    int64_t nanchor = 0;                                               // the connect and weld rows (_anchor_rows):
+    const int64_t *anchored = nullptr;                                 // dJ/dq (nanchor, nv, nv), d(Jdot qd)/dq and
+    const double *anchor_dJ = nullptr, *anchor_dbias = nullptr, *anchor_dgap = nullptr;   // d|pos|/dq (nanchor, nv)
 };
 
 // a call of step_derivatives (cpp/step_derivative.h) on N states: q, qd, ctrl (nu: as given) and qfrc_applied (nv, data null:

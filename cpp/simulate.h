@@ -21,7 +21,7 @@ namespace {
 
 // a trajectory's constraint context: the workspace, the warm start (zero at the start, as a new MjData's), the
 // discrete step's metric's diagonal (nv), the contacts of the step's first evaluation (-1 before it), the first
-// left-out geom pair that may touch (-1: none) and the step being taken (the observed fields: its last only); a
+// left-out geom pair that may touch (-1: none), the step being taken and the one observed (its last evaluation); a
 // forward_dynamics call's given contacts (null: detected at q), eq_active (null: the model's), tolerance and iterations
 // (the model's), and the last solve's Solution
 struct ConstrainedRun {
@@ -29,7 +29,7 @@ struct ConstrainedRun {
     const Rollout *r = nullptr;
     ConstraintWork c;
     std::vector<double> warm, diag;
-    int64_t ncon = -1, near = -1, step = 0;
+    int64_t ncon = -1, near = -1, step = 0, observed = 0;
     Observe obs;                                   // the observed fields (Rollout::observe): obs.out null when not asked
     const Actuators *act = nullptr;                // the step's actuators and workspace (their forces, xfrc_applied)
     const SimData<double> *w = nullptr;
@@ -70,8 +70,8 @@ inline void observe_accel(ConstrainedRun &s, const Data<double> &stages, const d
 }
 
 // the step's end: cacc and cfrc_int with the new velocity qd; RK4's qacc is its stages' weighted sum (w.dqd), as
-// MuJoCo 4's d.qacc; a trajectory that stopped: its row NaN
-inline void observe_end(ConstrainedRun &s, const Rollout &r, int64_t n, bool ok) {
+// MuJoCo 4's d.qacc (stages_sum: RK4's step, not forward_one's evaluation); a trajectory that stopped: its row NaN
+inline void observe_end(ConstrainedRun &s, const Rollout &r, int64_t n, bool ok, bool stages_sum = true) {
     const Model &m = s.m;
     Observe &o = s.obs;
     if (!ok) {
@@ -79,7 +79,7 @@ inline void observe_end(ConstrainedRun &s, const Rollout &r, int64_t n, bool ok)
         return;
     }
     double *qacc = o.out + o.off.qacc;
-    if (r.opt.integrator == RK4) std::copy(s.w->dqd.begin(), s.w->dqd.end(), qacc);
+    if (r.opt.integrator == RK4 && stages_sum) std::copy(s.w->dqd.begin(), s.w->dqd.end(), qacc);
     rne_post_constraint(m, o, r.QD + (n * (r.steps + 1) + r.steps) * m.nv, qacc);
 }
 
@@ -156,7 +156,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     if (discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
     else balanced_constraint_force(m, s.c, qfrc);                    // what (M - h D) a = f + qfrc integrates
     if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
-    if (s.obs.out && update_warm && s.step == s.r->steps - 1)        // the last step's last evaluation: the observed
+    if (s.obs.out && update_warm && s.step == s.observed)            // the last step's last evaluation: the observed
         observe_accel(s, stages, q, qd, qacc, qfrc);                 // fields once (the rollout keeps the last step's)
     return OK;
 }
@@ -166,7 +166,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
 inline void constrained_settle(void *ctx, const double *qacc) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
     std::copy(qacc, qacc + s.m.nv, s.warm.begin());
-    if (s.obs.out && s.step == s.r->steps - 1) std::copy(qacc, qacc + s.m.nv, s.obs.out + s.obs.off.qacc);
+    if (s.obs.out && s.step == s.observed) std::copy(qacc, qacc + s.m.nv, s.obs.out + s.obs.off.qacc);
 }
 
 // Constrain::stepped: step k's contact count into the rollout's ncon (N, steps)
@@ -194,7 +194,7 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
         run.obs.out = r.observe ? r.observe + (n + l) * run.obs.off.W : nullptr;
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n + l) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
-        run.ncon = run.near = -1, run.step = k0;
+        run.ncon = run.near = -1, run.step = k0, run.observed = r.steps - 1;
         con[l] = Constrain{&run, constrained_accel, constrained_stepped, constrained_settle};
     }
     LaneConstrain &solve = sim.lane_solve;
@@ -211,6 +211,33 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
         std::copy(run.warm.begin(), run.warm.end(), r.warm_out + size_t(n + l) * nv);
     }
     return true;
+}
+
+// trajectory n of a constrained rollout with no step (Rollout::frames 0): the forward pass at its row 0 alone, as
+// forward.DynamicsEvaluator's at a reset state (an Euler step's evaluation: the contacts, the rows and the solve from
+// its warm start, its observed fields when asked, then cacc and cfrc_int at that state's velocity); every row of Q, QD
+// and A its row 0; its ncon row stays the start's 0 and capped -1, E is not written (step_frames asks no energy). -1, or 0 with the reason in r.failure[n] (the evaluation's status: ZERO_QUATERNION, SINGULAR, a
+// solver's; DIVERGED: M or f not finite)
+inline int64_t forward_one(const Model &m, const Actuators &act, SimData<double> &w, ConstrainedRun &run, const Rollout &r,
+                           int64_t n, const Constrain &con) {
+    int nq = m.nq, nv = m.nv, na = act.na;
+    int64_t steps = r.steps;
+    double *Q = r.Q + n * (steps + 1) * nq, *QD = r.QD + n * (steps + 1) * nv, *A = r.A + n * (steps + 1) * na;
+    std::copy_n(A, na, w.x.act.begin());
+    step_inputs(m, act, r, n, 1, 0, w.x);
+    StepOptions euler_options = r.opt;
+    euler_options.integrator = EULER;
+    double e;
+    run.step = run.observed = 0;
+    int st = step(m, act, w, euler_options, Q, QD, Q + nq, QD + nv, e, &con);   // rows 1 as scratch, set again below
+    if (r.warm_in) std::copy_n(r.warm_in + n * nv, nv, run.warm.begin());           // no step: the warm start as given
+    else std::fill(run.warm.begin(), run.warm.end(), 0.0);
+    for (int64_t k = 1; k <= steps; k++) {
+        std::copy_n(Q, nq, Q + k * nq), std::copy_n(QD, nv, QD + k * nv), std::copy_n(A, na, A + k * na);
+    }
+    if (st == OK) return -1;
+    r.failure[n] = st;
+    return 0;
 }
 
 // trajectories [lo, hi) of a rollout (without constraints: simulate_one's) in sim (made for act's nu); with constraints
@@ -234,7 +261,9 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
     for (int64_t n = lo; n < hi; n++) {
         if ((n - lo) % W == 0 && hi - n >= 2) {                        // a block of lanes whose runs start together
             int64_t count = std::min(W, hi - n), k0 = r.resume ? r.resume[n] : 0;
-            bool together = true;
+            for (int64_t l = 0; r.frames && l < count; l++)             // and take every step (forward_one's: apart)
+                if (r.frames[n + l] != r.steps) count = l;
+            bool together = count >= 2;
             for (int64_t l = 1; l < count; l++) together = together && (r.resume ? r.resume[n + l] : 0) == k0;
             if (together && simulate_constrained_lanes(sim, m, act, r, n, count, k0)) {
                 n += count - 1;
@@ -243,10 +272,12 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
         }
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
-        run.ncon = run.near = -1, run.step = r.resume ? r.resume[n] : 0;
+        run.ncon = run.near = -1, run.step = r.resume ? r.resume[n] : 0, run.observed = r.steps - 1;
         run.obs.out = r.observe ? r.observe + n * run.obs.off.W : nullptr;
-        r.status[n] = simulate_one(m, act, w, r, n, &con, r.resume ? r.resume[n] : 0);
-        if (run.obs.out) observe_end(run, r, n, r.status[n] == -1);
+        bool stepped = !r.frames || r.frames[n] != 0;
+        r.status[n] = stepped ? simulate_one(m, act, w, r, n, &con, r.resume ? r.resume[n] : 0)
+                              : forward_one(m, act, w, run, r, n, con);
+        if (run.obs.out) observe_end(run, r, n, r.status[n] == -1, stepped);
         run.obs.out = nullptr;
         r.near[n] = run.near;
         std::copy(run.warm.begin(), run.warm.end(), r.warm_out + size_t(n) * nv);

@@ -298,26 +298,30 @@ inline void turning(int nv, const double *dJ, double f, double *Gq) {
         for (int k = 0; k < nv; k++) Gq[j * nv + k] -= f * dJ[j * nv + k];
 }
 
-// Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the analytic rows (dJ_all (nrows, nv, nv),
-// dpos_all (nrows, nv): analytic_rows') (derivatives._Constraints._analytic_forces), each held in its state at the
-// optimum a_c:
-//   jar = J a_c - aref,  d aref = -B dJ qd - K (imp + impP (pos - margin)) dpos,  dD = D impP / (imp (1 - imp)) dpos
-//   df = -dD jar - D (dJ a_c - d aref) on a quadratic row (0 otherwise), f = the optimum's force there
-inline void analytic_forces(int nv, const ConstrainedTerms &t, const double *dJ_all, const double *dpos_all,
-                            const double *qd, double *Gq, double *Wq, int cols) {
-    for (int64_t i = 0; i < t.nrows; i++) {
-        int64_t row = t.rows[i];
+// Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the n rows given (rows; dJ_all (n, nv, nv),
+// dpos_all (n, nv): analytic_rows', or the anchored connect and weld rows' with dpos = J) (derivatives._Constraints.
+// _analytic_forces), each held in its state at the optimum a_c:
+//   jar = J a_c - aref,  d aref = -B dJ qd - K imp dpos - K impP (pos - margin) dgap - dbias,
+//   dD = D impP / (imp (1 - imp)) dgap,  df = -dD jar - D (dJ a_c - d aref) on a quadratic row (0 otherwise)
+// with f the optimum's force there, dgap = dpos where dgap_all is null, dbias zero where dbias_all is null
+inline void analytic_forces(int nv, const ConstrainedTerms &t, int64_t n, const int64_t *rows, const double *dJ_all,
+                            const double *dpos_all, const double *dgap_all, const double *dbias_all, const double *qd,
+                            double *Gq, double *Wq, int cols) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t row = rows[i];
         const double *dJ = dJ_all + size_t(i) * nv * nv, *dpos = dpos_all + size_t(i) * nv, *J = t.J + size_t(row) * nv;
+        const double *dgap = dgap_all ? dgap_all + size_t(i) * nv : dpos;
         bool quadratic = t.state[row] == QUADRATIC;
         double jar = -t.aref[row], f = quadratic ? t.force[row] : 0.0;
         for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
-        double spring = t.K[row] * (t.imp[row] + t.impP[row] * (t.pos[row] - t.margin[row]));
+        double spring = t.K[row] * t.imp[row], curve = t.K[row] * t.impP[row] * (t.pos[row] - t.margin[row]);
         double dD = t.D[row] * t.impP[row] / (t.imp[row] * (1 - t.imp[row]));
         for (int k = 0; k < nv; k++) {
             double qdJ = 0.0, adJ = 0.0;                               // (dJ qd)_k, (dJ a_c)_k
             for (int j = 0; j < nv; j++) qdJ += qd[j] * dJ[j * nv + k], adJ += t.a_c[j] * dJ[j * nv + k];
-            double daref = -t.B[row] * qdJ - spring * dpos[k];
-            if (quadratic) Wq[size_t(row) * cols + k] += -dD * dpos[k] * jar - t.D[row] * (adJ - daref);
+            double daref = -t.B[row] * qdJ - spring * dpos[k] - curve * dgap[k];
+            if (dbias_all) daref -= dbias_all[size_t(i) * nv + k];
+            if (quadratic) Wq[size_t(row) * cols + k] += -dD * dgap[k] * jar - t.D[row] * (adJ - daref);
         }
         turning(nv, dJ, f, Gq);
     }
@@ -426,9 +430,12 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     w.G.assign(size_t(nv) * nv, 0.0), w.W.assign(size_t(nefc) * cols, 0.0), w.Y.resize(size_t(nefc));
     w.dJ.resize(size_t(nefc) * nv);
     product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
-    analytic_forces(nv, t, w.adJ.data(), w.adpos.data(), qd, w.G.data(), w.W.data(), cols);
-    for (int64_t i = 0; i < t.nanchor; i++)                            // the anchored rows' -dJ^T f
-        turning(nv, t.anchor_dJ + size_t(i) * nv * nv, t.force[t.anchored[i]], w.G.data());
+    analytic_forces(nv, t, t.nrows, t.rows, w.adJ.data(), w.adpos.data(), nullptr, nullptr, qd, w.G.data(), w.W.data(),
+                    cols);
+    w.Y.resize(size_t(t.nanchor) * nv);                                // the anchored rows: dpos = J
+    for (int64_t i = 0; i < t.nanchor; i++) std::copy_n(t.J + size_t(t.anchored[i]) * nv, nv, w.Y.data() + size_t(i) * nv);
+    analytic_forces(nv, t, t.nanchor, t.anchored, t.anchor_dJ, w.Y.data(), t.anchor_dgap, t.anchor_dbias, qd, w.G.data(),
+                    w.W.data(), cols);
     w.Z.resize(size_t(nefc) * nv);                                     // W's qd columns: S daref/dqd
     times_S(t, t.daref, nv, w.Z.data());
     for (int64_t r = 0; r < nefc; r++)

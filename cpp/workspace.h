@@ -185,7 +185,7 @@ template <class Release, class Start, class Poll> void simulate_states(Workspace
         auto piece = [&](int t, int64_t k) {
             int64_t lo = k * BLOCK, hi = std::min(N, lo + BLOCK);
             if (!start(lo, hi)) return;
-            if (!r.observe) lanes.simulate(m, act, r, lo, hi);         // the steps before the first contact, in lanes
+            if (!r.observe && !r.frames) lanes.simulate(m, act, r, lo, hi);   // the steps before the first contact, in lanes
             if (kept) ck.simulate_in(*w.sims[size_t(t)], m, act, r, lo, hi);
             else ck.simulate(m, act, r, lo, hi);
         };

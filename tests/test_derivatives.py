@@ -1573,7 +1573,9 @@ def compiled_step_case(case: str) -> tuple:
         d.ctrl[:] = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange.mean(1), 0.0)
         for _ in range(20):
             mujoco.mj_step(m, d)
-    else:                                              # "coupled slides": a joint equality, every dof differenced
+    elif case == "violated equalities":                # connects, welds and a joint equality far from holding
+        m, d = violated_equalities(0)
+    else:                                              # "coupled slides": a joint equality, analytic
         m = exact_solver(mujoco.MjModel.from_xml_string(COUPLED_SLIDES.format(power=2)))
         d = mujoco.MjData(m)
         d.qpos[:], d.qvel[:] = [0.1, 0.1 - 0.5e-3], [0.3, -0.2]
@@ -1584,7 +1586,7 @@ def compiled_step_case(case: str) -> tuple:
 @pytest.mark.parametrize("integrator", [None, "euler", "implicit", "implicitfast"])
 @pytest.mark.parametrize("case", ["G1 standing", "dm humanoid", "box sliding pyramidal", "box sliding elliptic",
                                   "frictionless edge", "SO-101 past its limits", "coupled slides", "plane primitives",
-                                  "segments", "welded bodies on a plane",
+                                  "segments", "welded bodies on a plane", "violated equalities",
                                   *(f"random {cone} {seed}" for cone in ("pyramidal", "elliptic")
                                                 for seed in range(3))])
 def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, integrator):
@@ -1596,8 +1598,8 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
     plane's against spheres, capsules whose tangents turn, boxes: their rows made in the compiled step from its own
     kinematics, plane_contacts; sphere and capsule pairs) and differenced (the box, the elliptic cones), pyramidal and
     elliptic cones (on the cone: its Hessian), stiff rows (a pyramid at friction 1e-5: the range-space solve), hinge
-    limits and a joint equality (its rows differenced along every dof, their daref/dqd); the random scenes every kind of
-    row (constraint_scene) on both cones.
+    limits, a joint equality (analytic: _joint_equality_rows) and connects and welds (analytic: _anchor_rows; no dof
+    differenced on either scene); the random scenes every kind of row (constraint_scene) on both cones.
 
     The bound: both texts form the product rule's dJ = (sum_s w_s J_s) / (12 ROW_STEP) in one order, but their sums
     (einsum, BLAS) and loops may round apart by eps sum_s |w_s| |J| each, which the difference over the step magnifies
@@ -1633,7 +1635,8 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
     assert_close(out[True][2][finite], out[False][2][finite], 1e-10, floor=0.0, what="margins")
     planes = t["nplane"] > 0 and t["plane_rows"] < t["nrows"]      # the step's plane rows beside NumPy's analytic ones
     reached = {"frictionless edge": t["stiff"], "box sliding elliptic": t["ncone"] > 0 and t["nmoving"] > 0,
-               "coupled slides": t["nmoving"] > 0 and t["daref"].any(), "G1 standing": t["nplane"] > 0,
+               "coupled slides": t["nmoving"] == 0 and t["nrows"] > 0 and t["daref"].any(), "G1 standing": t["nplane"] > 0,
+               "violated equalities": t["nmoving"] == 0 and t["nanchor"] == 18 and t["nrows"] == 1,
                "dm humanoid": planes, "plane primitives": planes, "segments": t["nplane"] == 0 and t["nrows"] > 0,
                "random pyramidal 0": planes and t["nmoving"] > 0, "random pyramidal 2": planes and t["nmoving"] > 0,
                "random elliptic 0": t["ncone"] > 0, "random elliptic 1": t["ncone"] > 0,
@@ -2439,7 +2442,7 @@ def test_anchor_rows_match_central_differences(monkeypatch, backend, negated):
     qd = rng.normal(size=m.nv)
     con = derivatives._Constraints(model)
     con.r = run(backend, con.rows, q[None], qd[None])[0]
-    rows, dJ = run(backend, con._anchor_rows, q)
+    rows, dJ = run(backend, con._anchor_rows, q, qd)[:2]
     assert (rows == np.arange(18)).all() and con.r.ne == 18     # every equality row
     h, nv = 1e-5, m.nv
     steps = np.concatenate([np.eye(nv) * s * h for s in (-2, -1, 1, 2)])
@@ -2450,7 +2453,7 @@ def test_anchor_rows_match_central_differences(monkeypatch, backend, negated):
     assert np.abs(dJ[3:9]).max() > 0.1 and np.abs(dJ[:3]).max() > 0.1    # a weld's turning rows, a connect's
     if backend == "native":
         monkeypatch.setattr(derivatives, "COMPILED_PIECES", False)
-        assert_close(dJ, run(backend, con._anchor_rows, q)[1], 1e-12, what="anchor_rows compiled")
+        assert_close(dJ, run(backend, con._anchor_rows, q, qd)[1], 1e-12, what="anchor_rows compiled")
 
 
 #: a review's scene (v-deriv): a connect from a hinge chain's light capsule (|M^-1| ~ 3e4) to a free sphere, beside free
@@ -2475,15 +2478,15 @@ CONNECTED_LIGHT_CAPSULE = """<mujoco><option timestep="0.002"/><worldbody><geom 
 @pytest.mark.parametrize("state", range(3))
 def test_a_connect_on_a_light_capsule_gives_one_a_on_both_backends(state):
     """CONNECTED_LIGHT_CAPSULE at three random velocities: A on the compiled backend and the NumPy text within 1e-10 of
-    the largest entry (issue U's done-means; before _anchor_rows 2.7e-10, 5.6e-10 and 4.6e-10, now ~6e-12), and within
+    the largest entry (issue U's done-means; before _anchor_rows 2.7e-10, 5.6e-10 and 4.6e-10, with its dJ ~6e-12, with
+    its forces analytic too 9e-15), and within
     1e-8 of MuJoCo's extrapolated centred differences on each (a margin over the 2.1e-9 seen, as before, not derived).
     The connect's rows were all differenced: each engine rounds its Jacobian at the points by eps |J|, which dJ = (sum_s
     w_s J_s) / (12 ROW_STEP) magnifies to product_rule_rounding() |J| (3.3e-10) and -dJ^T f carries into A through h
     |M^-1| (the light capsule's |M^-1| ~ 3e4: rel h |M^-1| sum_r |J_r| |f_r| up to 7e-7); its dJ is now exact
-    (anchor_rows) and what the engines still round apart is the connect's force at the points, each one's jar rounded by
-    eps D (|J| |a_c| + |aref|), over the step, which H^-1 J^T D ~ J^+ takes onto the connect's directions: 4e-11 to
-    5e-11 here. The bound is issue U's target, not that sum: its estimate rel h sum_r |(H^-1 J^T)_r| D_r (|J_r| |a_c| +
-    |aref_r|), 1.2e-9 to 1.9e-9, is loose by 30x."""
+    (anchor_rows) and its force's q-derivative too (anchor_bias_derivative, the impedance's d|pos|/dq): the engines no
+    longer round the connect's jar at differenced points (eps D (|J| |a_c| + |aref|) over the step, which H^-1 J^T D ~
+    J^+ took onto the connect's directions: 4e-11 to 5e-11 here before). The bound is issue U's target."""
     m = exact_solver(mujoco.MjModel.from_xml_string(CONNECTED_LIGHT_CAPSULE))
     d = mujoco.MjData(m)
     d.qvel[:] = np.random.default_rng(2).normal(size=(3, m.nv))[state] * 0.3
@@ -2496,3 +2499,112 @@ def test_a_connect_on_a_light_capsule_gives_one_a_on_both_backends(state):
     A_mj = extrapolated_transition_fd(m, d, "euler")[0]
     for b in A:
         assert_close(A[b], A_mj, 1e-8, what=f"A ({b}) vs MuJoCo")
+
+
+#: CONNECTS_AND_WELDS with a joint equality of a cubic-quartic polynomial (C's slide from A1's hinge), two motors, no
+#: contacts: every row an equality
+VIOLATED_EQUALITIES = """<mujoco><option timestep="0.002"><flag contact="disable"/></option><worldbody>
+<body pos="0 0 .5" euler="10 20 30"><freejoint/><geom type="box" size=".1 .07 .05"/>
+  <body name="A1" pos="0 0 .1"><joint name="a1" type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 .2" size=".02"/>
+    <body name="A2" pos="0 0 .2"><joint type="ball"/><geom type="capsule" fromto="0 0 0 .15 0 0" size=".02"/></body>
+  </body></body>
+<body name="B" pos=".3 .1 .6"><freejoint/><geom type="sphere" size=".06"/></body>
+<body name="C" pos="-.3 .1 .6"><joint name="c1" type="hinge" axis="1 0 0"/><joint name="c2" type="slide" axis="0 0 1"/>
+  <geom type="sphere" size=".06"/></body>
+</worldbody><equality><connect body1="A2" body2="B" anchor=".15 0 0"/>
+<weld body1="B" body2="A1" relpose=".1 .2 .3 .9 .1 .2 .3" torquescale="1.7"/><weld body1="C" anchor=".1 .2 .3"/>
+<connect body1="A2" anchor=".1 0 .2"/><joint joint1="c2" joint2="a1" polycoef=".05 .8 -.6 .4 .3" solimp=".9 .95 .001 .5 2"/>
+</equality><actuator><motor joint="a1"/><motor joint="c1"/></actuator></mujoco>"""
+
+
+WIDE_IMPEDANCE = VIOLATED_EQUALITIES.replace("<worldbody>", '<default><equality solimp=".2 .95 3 .4 2"/></default><worldbody>',
+                                              1).replace(' solimp=".9 .95 .001 .5 2"', ' solimp=".3 .9 2 .5 3"')
+
+
+def violated_equalities(state: int, xml: str = VIOLATED_EQUALITIES):
+    """(m, d): VIOLATED_EQUALITIES (the solver exact) at q moved 0.6 along random tangent directions from qpos0, random
+    velocities of 0.5 and controls of 0.3: its connects and welds up to 0.9-1.8 apart (efc_pos: m, or a weld's
+    torquescale times its quaternion error), forces up to 1e3-2.6e3 N over the states 0 to 2."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    rng = np.random.default_rng(state)
+    d = mujoco.MjData(m)
+    d.qpos[:] = engine.configuration.integrate(engine.from_mujoco(m), m.qpos0[None], 0.6 * rng.normal(size=(1, m.nv)), 1.0)[0]
+    d.qvel[:], d.ctrl[:] = 0.5 * rng.normal(size=m.nv), 0.3 * rng.normal(size=m.nu)
+    mujoco.mj_forward(m, d)
+    assert d.nefc == 19 and (d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY).all()
+    return m, d
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_equality_rows_aref_derivatives_match_central_differences(monkeypatch, backend):
+    """The connect and weld rows' Jdot qd (MuJoCo 4's aref term) at a state of VIOLATED_EQUALITIES: its qd-derivative
+    -(dJ qd + qd dJ) (_aref_velocity_derivative, from anchor_rows' dJ) against centred differences of a unit step of
+    physai's own rows' aref in qd (exact for a quadratic, rounding eps |aref| ~ 1e-13 aside) within 1e-10 of the largest
+    entry; its q-derivative (anchor_bias_derivative) against 4th-order centred differences (step 1e-5) of aref(qd) -
+    aref(0) + B J qd = -Jdot qd of the rows (the spring term, qd's alone, cancels; rounding eps |aref| 18 / (12 1e-5)
+    ~ 3e-8 absolute, 1e-8 of the largest entry ~3, truncation ~1e-10) within 1e-7; the joint equality's dJ (-poly'' on
+    a1's dof) and dpos (J) against the same differences of its J and pos within 1e-8 (J rounds to eps). On the compiled
+    backend cpp/constraint_derivative.h's anchor_bias_derivative (COMPILED_PIECES) against the NumPy text within 1e-12
+    of the largest entry (their sums' rounding: eps times a few hundred terms)."""
+    m, d = violated_equalities(0)
+    model, nv = engine.from_mujoco(m), m.nv
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    con = derivatives._Constraints(model)
+    con.r = run(backend, con.rows, q[None], qd[None])[0]
+    rows, dJ, dbias, dgap = run(backend, con._anchor_rows, q, qd)
+    assert (rows == np.arange(18)).all()
+    con.anchored = rows
+    daref = con._aref_velocity_derivative(q, qd, dJ)
+    E = np.eye(nv)
+    plus, minus = (run(backend, con.rows, np.repeat(q[None], nv, axis=0), qd + s * E) for s in (1.0, -1.0))
+    assert_close(daref[rows], 0.5 * np.array([p.aref[rows] - n.aref[rows] for p, n in zip(plus, minus)]).T, 1e-10,
+                 what="daref/dqd")
+    h = 1e-5
+    Q = engine.configuration.integrate(model, np.repeat(q[None], 4 * nv, axis=0),
+                                       np.concatenate([E * s * h for s in (-2, -1, 1, 2)]), 1.0)
+    moving, still = (run(backend, con.rows, Q, np.repeat(v[None], 4 * nv, axis=0)) for v in (qd, np.zeros(nv)))
+    bias = np.stack([-(a.aref - b.aref + a.B * (a.J @ qd)) for a, b in zip(moving, still)])   # (4 nv, nefc)
+    w = np.array([1.0, -8.0, 8.0, -1.0]) / (12 * h)
+    assert_close(dbias, np.einsum("s,skr->rk", w, bias.reshape(4, nv, -1))[rows], 1e-7, what="d(Jdot qd)/dq")
+    assert np.abs(dbias[3:9]).max() > 0.1 and np.abs(dbias[:3]).max() > 0.1        # a weld's rotational rows, a connect's
+    if backend == "native":
+        monkeypatch.setattr(derivatives, "COMPILED_PIECES", False)
+        assert_close(dbias, run(backend, con._anchor_rows, q, qd)[2], 1e-12, what="anchor_bias_derivative compiled")
+    jrows, jdJ, jdpos = con._joint_equality_rows(q)
+    assert jrows.tolist() == [18] and np.abs(jdJ).max() > 0.1
+    assert_close(jdJ[0], np.einsum("s,skj->jk", w, np.stack([r.J[18] for r in moving]).reshape(4, nv, nv)), 1e-8, what="dJ")
+    assert_close(jdpos[0], np.einsum("s,sk->k", w, np.array([r.pos[18] for r in moving]).reshape(4, nv)), 1e-8,
+                 what="dpos")
+
+
+@pytest.mark.parametrize("xml", [VIOLATED_EQUALITIES, WIDE_IMPEDANCE], ids=["plateau", "wide impedance"])
+@pytest.mark.parametrize("state", range(3))
+def test_violated_equalities_give_one_a_and_b_on_both_backends(state, xml):
+    """VIOLATED_EQUALITIES at three random states (connects and welds 0.9-1.8 apart, 1e3-2.6e3 N): no dof differenced
+    (every row's q-derivative analytic: _anchor_rows, _joint_equality_rows), A and B on the compiled backend and the
+    NumPy text within 1e-10 of the largest entry (issue U's done-means; on main A 1.0e-10, 4.2e-10 and 8.5e-10 apart,
+    each engine's rounding of the connects' and welds' forces at the differenced points over ROW_STEP; now 2e-14 to
+    3e-14); A within 1e-7 of MuJoCo's extrapolated centred differences on each (the other constrained tests' bound;
+    1.7e-8 seen) and B within 1e-6 absolute: MuJoCo's own B at eps 1e-6 lies up to 7.5e-8 from its extrapolation here
+    (the stopped solver's residual over eps), the extrapolation's (4 T(eps) - T(2 eps)) / 3 adding up to 5/3 of each;
+    B does not depend on the rows' q-derivatives (every row differenced gives the same B). WIDE_IMPEDANCE: the same
+    scene with solimp widths of 3 m (connects, welds) and 2 (the joint equality), so every row's impedance is on its
+    slope (imp 0.2-0.8, impP nonzero on each kind of row), its d|pos|/dq term in the forces' derivative exercised (on
+    VIOLATED_EQUALITIES every row is on imp's plateau)."""
+    m, d = violated_equalities(state, xml)
+    model = engine.from_mujoco(m)
+    con = derivatives._Constraints(model)
+    con.solve(d.qpos.copy(), d.qvel.copy(), full_mass(m, d), d.qfrc_smooth.copy())
+    assert con.terms(d.qpos.copy(), d.qvel.copy()).moving.size == 0        # no dof differenced
+    if xml is WIDE_IMPEDANCE:
+        kinds = model.eq_type[con.r.id[:con.r.ne]]
+        assert all(np.abs(con.r.impP[:con.r.ne][kinds == k]).min() > 1e-3 for k in set(kinds.tolist()))
+    step = (model, d.qpos.copy(), d.qvel.copy())
+    out = {b: run(b, derivatives.step_derivatives, *step, ctrl=d.ctrl.copy(), constraints=True) for b in ("native", "numpy")}
+    for k, name in enumerate("AB"):
+        assert_close(out["native"][k], out["numpy"][k], 1e-10, scale=np.abs(out["numpy"][0]).max(),
+                     what=f"{name} compiled vs NumPy")
+    A_mj, B_mj = extrapolated_transition_fd(m, d, "euler")
+    for b in out:
+        assert_close(out[b][0], A_mj, 1e-7, what=f"A ({b}) vs MuJoCo")
+        assert_close(out[b][1], B_mj, 1e-6, what=f"B ({b}) vs MuJoCo")

@@ -502,6 +502,28 @@ def test_divergence_names_the_step_time_and_integrator():
         integ.simulate(tree, [0.0, 0.0], [300.0, -300.0], 1.0, 400, "euler")
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_start_state_whose_forces_overflow_is_not_told_to_shorten_the_step(backend):
+    """A double pendulum at 1e200 rad/s: its centripetal forces (1e400) overflow at the start, and MuJoCo's own qacc
+    there is not finite, so no timestep helps: the DivergenceError at step 1 says to bring the state within range, not
+    to take a smaller timestep (it said so before). A run that diverges from a representable start keeps the advice."""
+    m = mujoco.MjModel.from_xml_string(DOUBLE_PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.3, -0.5], [1e200, -3e199]
+    with np.errstate(all="ignore"):
+        mujoco.mj_forward(m, d)
+    assert not np.isfinite(d.qacc).all()
+    model = engine.from_mujoco(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(DivergenceError, match=r"diverged at step 1 .*the start state's own accelerations are not "
+                                                  r"finite .*bring q, qd and the inputs within range$") as error:
+            run(backend, integ.simulate, model, d.qpos.copy(), d.qvel.copy(), m.opt.timestep, 3, "euler", energy=False)
+    assert "smaller timestep" not in str(error.value)
+    with pytest.raises(DivergenceError, match=r"diverged at step 1 .*smaller timestep"):
+        run(backend, integ.simulate, model, d.qpos.copy(), np.array([1e150, -3e149]), 1e300, 3, "euler", energy=False)
+
+
 # ---- defaults from the model, as mj_step (issue V, item 13) ----
 
 LIMITED = """<mujoco><option timestep="0.005" integrator="implicitfast" tolerance="1e-15" iterations="1000"/><worldbody>

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from physai import engine, integrators, models
-from physai.exceptions import InvalidArgumentError, InvalidStateError, UnknownQuantityError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownQuantityError
 
 from helpers import run
 
@@ -334,6 +334,43 @@ def test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call(name, frame
         integrators.step_frames(model, Q, QD, 2**40, ctrl=U)
 
 
+@pytest.mark.parametrize("name, frames", [("ant.xml", 5), ("humanoid.xml", 5)])
+def test_step_frames_forward_only_states_are_mj_forwards_in_the_same_call(name, frames):
+    """step_frames' forward_only (a vector environment's autoreset folded into its step's call), 12 states with 3
+    marked (rows 2, 9, 11: a lanes' block cut short, one-by-one runs): the marked states' q, qd and warm start come back
+    as given and their observed fields are MjData's after mj_forward + mj_rnePostConstraint at them (within 1e-12 of
+    the fields, as body_quantities'); the others' state, warm start and fields are those of step_frames over them alone
+    (within 1e-12: the same steps, some in another lanes' block). forward_only of another shape or dtype named."""
+    m = load(name)
+    states = start_states(m, 12)
+    model = engine.from_mujoco(m)
+    Q, QD, W, U = (np.array(x) for x in zip(*states))
+    only = np.zeros(12, bool)
+    only[[2, 9, 11]] = True
+    r = integrators.step_frames(model, Q, QD, frames, ctrl=U, qacc_warmstart=W, observe=integrators.OBSERVABLE,
+                                forward_only=only)
+    assert r is not None and r.status.ok.all()
+    assert (r.q[only] == Q[only]).all() and (r.qd[only] == QD[only]).all()
+    assert (r.qacc_warmstart[only] == W[only]).all()
+    refs = []
+    for q, qd, warm, ctrl in (states[i] for i in np.flatnonzero(only)):
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:], d.qacc_warmstart[:], d.ctrl[:] = q, qd, warm, ctrl
+        mujoco.mj_forward(m, d)
+        mujoco.mj_rnePostConstraint(m, d)
+        refs.append(d)
+    assert max(d.ncon for d in refs) > 0
+    assert_observed({k: v[only] for k, v in r.observed.items()}, refs)
+    alone = integrators.step_frames(model, Q[~only], QD[~only], frames, ctrl=U[~only], qacc_warmstart=W[~only],
+                                    observe=integrators.OBSERVABLE)
+    for ours, theirs in [(r.q, alone.q), (r.qd, alone.qd), (r.qacc_warmstart, alone.qacc_warmstart)] + \
+            [(r.observed[k], alone.observed[k]) for k in alone.observed]:
+        assert np.abs(ours[~only] - theirs).max(initial=0.0) <= 1e-12 * max(1.0, np.abs(theirs).max(initial=0.0))
+    for bad in (only[:5], only.astype(int), list(only)):
+        with pytest.raises(ShapeError, match="forward_only"):
+            integrators.step_frames(model, Q, QD, frames, ctrl=U, forward_only=bad)
+
+
 def test_step_frames_leaves_a_model_with_activations_to_step_result():
     """step_frames has no act to carry between calls: a model with activation states (a filter actuator) gets None
     (step frame by frame with step_result, which takes and returns act), not steps from act = 0."""
@@ -378,5 +415,5 @@ def test_body_quantities_refuse_by_name_a_state_whose_inertias_overflow(backend)
     assert not (np.isfinite(d.cinert).all() and np.isfinite(d.qacc).all())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(InvalidStateError, match="is not finite at index .* overflow double precision"):
+        with pytest.raises(InvalidStateError, match=r"^cinert is not finite at state 0, index \(1, 0\) .* overflow double precision"):
             run(backend, integrators.body_quantities, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from physai import collision, engine, validation
-from physai.engine import batching, constraint, forward, inverse, model_checks, native, smooth, solver, tendon
+from physai.engine import constraint, forward, inverse, model_checks, native, smooth, solver, tendon
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
 from physai.engine.smooth import tree_cholesky_solve
@@ -365,8 +365,7 @@ def _finite(result, what: str):
     """result, or InvalidStateError naming `what` (result's qacc or tau) and the first state where it is not finite:
     finite inputs that overflowed (velocities of 1e300)."""
     x = getattr(result, what)
-    if not np.isfinite(x).all():
-        batching.result(x.reshape(-1, x.shape[-1]).T, 0, what)          # raises, naming the state
+    validation.finite_result(what, x if x.ndim > 1 else x[None], state_axis=0)
     return result
 
 

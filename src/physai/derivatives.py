@@ -73,7 +73,7 @@ from physai.engine.support import dof_chain, standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.contact import ContactSet
 from physai.engine.data import StepOptions
-from physai.engine.model import CONNECT, WELD, WRAP_JOINT, Model, per_model
+from physai.engine.model import CONNECT, JOINT, WELD, WRAP_JOINT, Model, per_model
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
@@ -348,6 +348,9 @@ class _HardForces:
         return Fq / (12 * FD_STEP), Fv / (12 * FD_STEP)
 
 
+#: a row's R above R_FLOOR is imp's (1 - imp) / imp |diagApprox|, far from MuJoCo's floor mjMINVAL = 1e-15: its forces'
+#: derivative analytic through imp (_analytic_forces); at the floor D is not imp's, and the row is differenced
+R_FLOOR = 1e-10
 #: [rad | m] the differencing step of the constraint rows in q (_Constraints): truncation ~ROW_STEP^4, rounding ~eps /
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
@@ -395,10 +398,10 @@ class _Constraints:
     with r_x = df/dx - d(M a)/dx|a_c (rnea_derivatives at a_c), S the force's derivative in jar (D on quadratic rows,
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
     connect and weld rows: _aref_velocity_derivative), and dG/dq analytic for the rows _analytic_rows knows (a plane
-    against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
-    _analytic_forces), and for the others by 4th-order centred differences of G along q's tangent directions that move
-    one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth) -- the connect
-    and weld rows' forces so, their Jacobians' part -dJ^T f analytic (_anchor_rows) --: the rows'
+    against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit; a
+    joint equality: _analytic_forces; a connect and a weld: _anchor_rows), and for the others by 4th-order centred
+    differences of G along q's tangent directions that move one of them (_moving_dofs; zero along the others)
+    (ROW_STEP, small beside a resting contact's depth): the rows'
     Jacobians, contact frames, impedances and aref rebuilt at each point, collision included (a contact's, limit's or
     equality's impedance at its tangent at q: _tangent_impedance), each row's force in its held state (held_forces). A point
     where a row appears or disappears raises InvalidStateError: the step is not
@@ -426,7 +429,7 @@ class _Constraints:
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
-        self.anchored = np.zeros(0, np.intp)           # the optimum's rows whose dJ/dq alone is analytic (_anchor_rows)
+        self.anchored = np.zeros(0, np.intp)           # the optimum's connect and weld rows, analytic (_anchor_rows)
         self.pairs = {}                                # {contact: _SegmentPair} at derivatives()' q (_segment_pairs)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
@@ -704,7 +707,7 @@ class _Constraints:
         r = self.r
         if not len(r.type):
             return aref, D
-        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > R_FLOOR) \
             & (r.imp > 0) & (r.imp < 1)
         dp = self._impedance_steps(pos)
         tangent = r.imp + r.impP * dp                                        # imp's tangent, for aref
@@ -743,7 +746,7 @@ class _Constraints:
         s_q = constraint.end_of_step_factor(h, r.B, r.K, r.imp)
         capped = ((1 - r.imp) / (r.imp * s_q) < (1 - constraint.MAXIMP) / constraint.MAXIMP)[first]
         scale = (rho_t * s_t * (1 - imp) / (imp * s))[:, first]            # D's rho s moved to rho_t s_t
-        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > R_FLOOR) \
             & (r.imp > 0) & (r.imp < 1)
         D = np.where(held & ~capped, D * scale, D)
         aref = np.where(held, (N - B_t * vel - Kimp_t * (pos - margin + h * vel)) / s_t, aref)
@@ -885,22 +888,28 @@ class _Constraints:
         (held_forces), the rows in self.analytic zero."""
         J, aref, D = self._row_arrays(Q, QD, dofs, checked)
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
-        force[:, self.analytic] = 0.0                  # taken analytically (_analytic_forces)
+        force[:, self.analytic] = force[:, self.anchored] = 0.0      # taken analytically (_analytic_forces)
         return J, force
 
-    def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        """d aref/dqd (nefc, nv): -B J, and on the equality rows also MuJoCo 4's -d(Jdot qd)/dqd (connect, weld), aref
-        being quadratic in qd there: centred differences of a unit step are exact (rounding aside)."""
+    def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray, anchor_dJ: np.ndarray) -> np.ndarray:
+        """d aref/dqd (nefc, nv): -B J, and on the connect and weld rows also MuJoCo 4's -d(Jdot qd)/dqd: Jdot qd =
+        sum_jk dJ[., j, k] qd_j qd_k (the time derivative along qd's tangent), so -(dJ qd + qd dJ) from the anchored
+        rows' dJ (anchor_dJ, _anchor_rows); without them (ANALYTIC_ROWS False, the discrete step) centred differences
+        of a unit step in qd, exact (rounding aside) as aref is quadratic in qd."""
         r, nv = self.r, self.model.nv
         out = -r.B[:, None] * r.J
         if self.discrete is not None:                  # at the step's end: (aref - h K imp vel) / s
             h = self.discrete[0]
             out = -((r.B + h * r.K * r.imp) / constraint.end_of_step_factor(h, r.B, r.K, r.imp))[:, None] * r.J
-        if r.ne:
+        anchored = np.zeros(r.nefc, bool)
+        anchored[self.anchored] = True
+        if any(self.model.eq_type[r.id[i]] in (CONNECT, WELD) and not anchored[i] for i in range(r.ne)):
             E = np.eye(nv)
             rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]),
                              None if self.contacts is None else self.contacts * (2 * nv))
             out[:r.ne] = 0.5 * np.array([rows[k].aref[:r.ne] - rows[nv + k].aref[:r.ne] for k in range(nv)]).T
+        if self.anchored.size:
+            out[self.anchored] = -r.B[self.anchored, None] * r.J[self.anchored] - anchor_dJ @ qd - qd @ anchor_dJ
         return out
 
     def _moving_dofs(self, q: np.ndarray) -> np.ndarray:
@@ -908,17 +917,18 @@ class _Constraints:
         it is zero but for the rows in self.analytic: no other row's geometry, Jacobian, distance or parameters move): a
         differenced contact's bodies' chains (their links' dofs and their ancestors'), a differenced joint limit's
         joint, and a limited joint whose limit row would appear or leave within 4 ROW_STEP (a ball's always), so that
-        the differences name that switch; a dof friction loss row none; every dof with a row of another kind (an
-        equality, a tendon's), with a limited tendon (its limit row may appear along any dof it spans) or at the
-        discrete step's end (its diagApprox, diag(M^), moves with every q). Along the directions left out, derivatives()
-        looks for a contact appearing or leaving (_points, _row_arrays)."""
+        the differences name that switch; a dof friction loss row none; every dof with a row of another kind (a
+        differenced equality: a tendon's, or a connect's or weld's at R's floor; a tendon's friction loss), with a
+        limited tendon (its limit row may appear along any dof it spans) or at the discrete step's end (its diagApprox,
+        diag(M^), moves with every q). Along the directions left out, derivatives() looks for a contact appearing or
+        leaving (_points, _row_arrays)."""
         model, r = self.model, self.r
         moving = np.zeros(model.nv, bool)
-        if self.discrete is not None or r.ne or (r.type == constraint.FRICTION_TENDON).any() \
+        differenced = np.ones(r.nefc, bool)
+        differenced[self.analytic] = differenced[self.anchored] = False
+        if self.discrete is not None or differenced[:r.ne].any() or (r.type == constraint.FRICTION_TENDON).any() \
                 or (model.opt.limit and model.tendon_limited.any()):
             return ~moving
-        differenced = np.ones(r.nefc, bool)
-        differenced[self.analytic] = False
         limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
         x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
         dist = np.minimum(x - model.jnt_range[limited, 0], model.jnt_range[limited, 1] - x)
@@ -942,7 +952,7 @@ class _Constraints:
         G, first = model.geoms, r.contact_row[c]
         g1, g2 = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
         if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
-                and r.contact_dim[c] in (1, 3) and r.R[first] > 1e-10 and min(g1, g2) >= 0
+                and r.contact_dim[c] in (1, 3) and r.R[first] > R_FLOOR and min(g1, g2) >= 0
                 and G.geom_type[g1] == geoms.PLANE and r.contact_body[c, 1] >= 0
                 and G.geom_type[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX)
                 and not dof_chain(model, r.contact_body[c, 0]).any()):
@@ -1002,10 +1012,11 @@ class _Constraints:
         far above its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
           a hinge's or slide's limit: J = -side e_dof constant, pos = side (range - q): dJ = 0, dpos = J;
           a contact of a plane against a sphere, capsule or box (_plane_contacts), or between two spheres or capsules
-          (_segment_contact): dpos = d dist on each of its rows.
-        Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
-        differenced (a connect's and a weld's with dJ analytic: _anchor_rows); a dof's friction loss row has no
-        q-derivative. None with ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
+          (_segment_contact): dpos = d dist on each of its rows;
+          a joint equality (_joint_equality_rows): dpos = J, dJ = -poly'' on its second joint's dof.
+        Connects and welds are analytic apart (_anchor_rows); every other row (elliptic cones, other pairs, tendon rows,
+        a ball's limit, the discrete step's) is differenced; a dof's friction loss row has no q-derivative. None with
+        ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
         step's, COMPILED_PIECES), (at, count, bodies, arrays) of the plane contacts, whose count rows rows[at:at + count]
         are left out of dJ and dpos for the compiled step to make (_plane_arrays' bodies and arrays;
         cpp/step_derivative.h's plane_contacts). poses: the bodies' (xpos, xmat) at q (None without contacts)."""
@@ -1014,9 +1025,10 @@ class _Constraints:
         if not ANALYTIC_ROWS or self.discrete is not None:
             return (*parts[0], None)
         limits = [i for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist()
-                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10]
+                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > R_FLOOR]
         if limits:
             parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
+        parts.append(self._joint_equality_rows(q))
         planes = [c for c in range(len(r.contact_row)) if self._plane_contact(c, poses[1])]
         deferred = None
         if planes and self.step_planes and COMPILED_PIECES:     # their rows alone; the compiled step makes dJ, dpos
@@ -1030,6 +1042,22 @@ class _Constraints:
             if part is not None:
                 parts.append(part)
         return (*(np.concatenate(x) for x in zip(*parts)), deferred)
+
+    def _joint_equality_rows(self, q: np.ndarray) -> tuple:
+        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)) of the optimum's joint equality rows (mjEQ_JOINT) whose R is far
+        above its floor MINVAL: pos = x1 - ref1 - poly(x2 - ref2), J = e1 - poly'(x2 - ref2) e2 (hinges or slides:
+        engine.constraint._equality_rows), so dpos = J and dJ's one entry d J[row, v2]/dq_v2 = -poly''(x2 - ref2)."""
+        model, r, nv = self.model, self.r, self.model.nv
+        rows = [i for i in range(r.ne) if model.eq_type[r.id[i]] == JOINT and r.R[i] > R_FLOOR]
+        dJ = np.zeros((len(rows), nv, nv))
+        for k, i in enumerate(rows):
+            e = r.id[i]
+            j2 = model.eq_obj2id[e]
+            if j2 >= 0:
+                a2, v2, c = model.jnt_qposadr[j2], model.jnt_dofadr[j2], model.eq_data[e]
+                dif = q[a2] - model.qpos0[a2]
+                dJ[k, v2, v2] = -(2 * c[2] + 6 * c[3] * dif + 12 * c[4] * dif * dif)
+        return np.array(rows, np.intp), dJ, r.J[rows]
 
     def _segment_pairs(self, q: np.ndarray, poses: tuple | None) -> dict:
         """{c: _SegmentPair} of the contacts at q between two spheres or capsules whose nearest points are one pair
@@ -1228,7 +1256,7 @@ class _Constraints:
         model, r, contacts = self.model, self.r, self.contacts[0]
         first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
         if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
-                                and dim in (1, 3) and r.R[first] > 1e-10):
+                                and dim in (1, 3) and r.R[first] > R_FLOOR):
             return None
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
@@ -1241,22 +1269,25 @@ class _Constraints:
             dJ, ddist = segment_contact_rows(*arrays)
         return np.arange(first, first + len(dJ)), dJ, np.repeat(ddist[None], len(dJ), axis=0)
 
-    def _anchor_rows(self, q: np.ndarray) -> tuple:
-        """(rows (n,), dJ (n, nv, nv)): the optimum's connect and weld rows and d J[row, j]/dq_k at [., j, k]
-        (anchor_rows, compiled where COMPILED_PIECES: native.anchor_rows), their -dJ^T f analytic in the product rule
-        (derivatives()) while their forces' q-derivative stays differenced with the other rows' (_product_rule): a
-        differenced dJ carries each engine's rounding of J at the points, eps |J| / ROW_STEP, into a_c through h |M^-1|
-        |f| (4.5e-9 absolute in A between the engines on a light capsule, issue U; 5e-11 now). The forces' differences still
-        carry each engine's rounding of jar at the points, through H^-1 J^T D ~ J^+ (1.5e-10 to 4.6e-10 of A between the
-        engines on random scenes whose connect and weld are violated by 0.6 m, 4e3 N, a hand measurement; above issue
-        U's 1e-10; their analytic form needs d(Jdot qd)/dq). None (n = 0) with ANALYTIC_ROWS False or at the discrete
-        step's end (its rows all differenced, NumPy's alone)."""
+    def _anchor_rows(self, q: np.ndarray, qd: np.ndarray) -> tuple:
+        """(rows (n,), dJ (n, nv, nv), dbias (n, nv), dgap (n, nv)): the optimum's connect and weld rows, d J[row, j]/dq_k
+        at [., j, k] (anchor_rows, compiled where COMPILED_PIECES: native.anchor_rows), d(Jdot qd)/dq (MuJoCo 4's aref
+        term: anchor_bias_derivative, compiled where COMPILED_PIECES) and the q-derivative of the position their impedance
+        takes, the block's |pos| (pos . J / |pos|: dpos = J, the anchors' and the weld's quaternion error's), for their
+        forces' q-derivative analytic (_analytic_forces) as the plane contacts' and limits': no dof is differenced for
+        them. Before (dJ alone analytic, the forces differenced at the points along every dof) each engine's rounding of
+        jar at the points, over ROW_STEP, put the engines 1.4e-10 to 4.6e-10 of A apart on scenes whose connects and
+        welds are violated by 0.4-0.6 m (4e3 N), 1.0e-10 to 8.5e-10 on the tests' VIOLATED_EQUALITIES (2e-14 to 3e-14
+        now). None (n = 0) with ANALYTIC_ROWS False or at the discrete step's end
+        (its rows all differenced, NumPy's alone), and an equality whose R is at its floor MINVAL (D not imp's: left to
+        the differences)."""
         model, r, nv = self.model, self.r, self.model.nv
-        first = [i for i in range(r.ne) if model.eq_type[r.id[i]] in (CONNECT, WELD) and (i == 0 or r.id[i - 1] != r.id[i])]
+        first = [i for i in range(r.ne) if model.eq_type[r.id[i]] in (CONNECT, WELD) and (i == 0 or r.id[i - 1] != r.id[i])
+                 and r.R[i:i + (6 if model.eq_type[r.id[i]] == WELD else 3)].min() > R_FLOOR]   # R at its floor: differenced
         if not ANALYTIC_ROWS or self.discrete is not None or not first:
-            return np.zeros(0, np.intp), np.zeros((0, nv, nv))
+            return np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)), np.zeros((0, nv))
         xpos, xmat = body_poses(model, q)
-        rows, dJ = [], []
+        rows, dJ, dbias, dgap = [], [], [], []
         for i in first:
             e = r.id[i]
             weld, data = model.eq_type[e] == WELD, model.eq_data[e]
@@ -1271,8 +1302,13 @@ class _Constraints:
                 quats[1] = -quats[1]                   # xquat's sign as the rows' (q and -q: one rotation)
             arrays = (J, origin, anchor, model.dof_turns, quats, float(data[10]), 6 if weld else 3)
             dJ.append(native.anchor_rows(*arrays) if COMPILED_PIECES and native.on else anchor_rows(*arrays))
+            dbias.append(native.anchor_bias_derivative(*arrays, qd) if COMPILED_PIECES and native.on
+                         else anchor_bias_derivative(*arrays, qd))
             rows.append(np.arange(i, i + len(dJ[-1])))
-        return np.concatenate(rows).astype(np.intp), np.concatenate(dJ)
+            pos = r.pos[rows[-1]]                      # the impedance's |pos| moves by pos . dpos / |pos|, dpos = J
+            norm = np.sqrt(pos @ pos)
+            dgap.append(np.repeat((pos @ r.J[rows[-1]] / norm if norm > 0 else np.zeros(nv))[None], len(pos), axis=0))
+        return (np.concatenate(rows).astype(np.intp), np.concatenate(dJ), np.concatenate(dbias), np.concatenate(dgap))
 
     @staticmethod
     def _turned_sign(quats: np.ndarray, J: np.ndarray, scale: float, Jr: np.ndarray) -> float:
@@ -1283,26 +1319,34 @@ class _Constraints:
         mine = quat_mul(quat_mul(quats[0], w), quats[1])[:, 1:]
         return float(np.sign(np.sum(0.5 * scale * mine.T * Jr)))
 
-    def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> tuple:
-        """dG/dq of the rows given (_analytic_rows) as (-dJ^T f (nv, nv), df (len(rows), nv)), dG = -dJ^T f - J^T df kept
-        apart for _hessian_solve, each row held in its state at the optimum a_c:
+    def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray,
+                         dgap: np.ndarray | None = None, dbias: np.ndarray | None = None) -> tuple:
+        """dG/dq of the rows given (_analytic_rows, or the anchored connect and weld rows: _anchor_rows) as (-dJ^T f
+        (nv, nv), df (len(rows), nv)), dG = -dJ^T f - J^T df kept apart for _hessian_solve, each row held in its state
+        at the optimum a_c:
 
             G = -J^T f,   f = -D jar on a quadratic row (0 satisfied),   jar = J a_c - aref
-            aref = -B J qd - K imp (pos - margin):   d aref = -B dJ qd - K (imp + impP (pos - margin)) dpos
-            D = imp / (c (1 - imp)):                 dD = D impP / (imp (1 - imp)) dpos
+            aref = -B J qd - K imp (pos - margin) - bias:   d aref = -B dJ qd - K imp dpos - K impP (pos - margin) dgap
+                                                                     - dbias
+            D = imp / (c (1 - imp)):                        dD = D impP / (imp (1 - imp)) dgap
             dG = -dJ^T f - J^T df,   df = -dD jar - D (dJ a_c - d aref) on a quadratic row
 
-        (impP = d imp / d pos, engine.constraint.impedance; K, B and c, diagApprox and the pyramid's 2 mu^2, constant)."""
+        (impP = d imp / d gap, engine.constraint.impedance, at the position gap its impedance takes: the row's pos,
+        dgap = dpos where not given, a connect's or weld's |pos| over its rows; bias: MuJoCo 4's Jdot qd on connect and
+        weld rows, zero where dbias is not given; K, B and c, diagApprox and the pyramid's 2 mu^2, constant)."""
         r, a = self.r, self.a
         if not rows.size:
             return np.zeros((self.model.nv, self.model.nv)), np.zeros((0, self.model.nv))
+        dgap = dpos if dgap is None else dgap
         J, D, imp, impP = r.J[rows], r.D[rows], r.imp[rows], r.impP[rows]
         jar = J @ a - r.aref[rows]
         quadratic = self.state[rows] == constraint.QUADRATIC
         f = np.where(quadratic, self._optimum_forces()[rows], 0.0)
-        daref = -r.B[rows, None] * (qd @ dJ) \
-            - (r.K[rows] * (imp + impP * (r.pos[rows] - r.margin[rows])))[:, None] * dpos      # qd @ dJ: dJ qd by row
-        dD = (D * impP / (imp * (1 - imp)))[:, None] * dpos
+        daref = -r.B[rows, None] * (qd @ dJ) - (r.K[rows] * imp)[:, None] * dpos \
+            - (r.K[rows] * impP * (r.pos[rows] - r.margin[rows]))[:, None] * dgap      # qd @ dJ: dJ qd by row
+        if dbias is not None:
+            daref -= dbias
+        dD = (D * impP / (imp * (1 - imp)))[:, None] * dgap
         df = np.where(quadratic[:, None], -dD * jar[:, None] - D[:, None] * (a @ dJ - daref), 0.0)
         return _turning(f, dJ), df
 
@@ -1316,8 +1360,12 @@ class _Constraints:
         if t.moving.size:
             Gq[:, t.moving], Wq[:, t.moving] = self._product_rule(t.J, t.force, np.array(FD_WEIGHTS)[:, 1], t.moving.size)
         turning, df = self._analytic_forces(t.rows, t.dJ, t.dpos, qd)
-        Gq += turning + _turning(self._optimum_forces()[t.anchored], t.anchor_dJ)     # the anchored rows' -dJ^T f
+        Gq += turning
         Wq[t.rows] += df
+        turning, df = self._analytic_forces(t.anchored, t.anchor_dJ, self.r.J[t.anchored], qd, t.anchor_dgap,
+                                            t.anchor_dbias)
+        Gq += turning
+        Wq[t.anchored] += df
         Wv = self._times_S(t.daref)                    # G_qd = -J^T S daref/dqd
         W = np.hstack([Wq, Wv, np.zeros((r.nefc, Fu.shape[1] + Fa.shape[1]))])
         da = self._hessian_solve(H, np.hstack([rq - Gq, rv, Fu, Fa]), W)
@@ -1340,7 +1388,7 @@ class _Constraints:
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos, planes = self._analytic_rows(q, poses)
         self.analytic = rows
-        self.anchored, anchor_dJ = self._anchor_rows(q)
+        self.anchored, anchor_dJ, anchor_dbias, anchor_dgap = self._anchor_rows(q, qd)
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
         moves = self._moving_dofs(q)
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
@@ -1351,8 +1399,8 @@ class _Constraints:
         if moving.size or still.size:
             Q, dofs = self._points(q, moving, still)
             J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), dofs, 2 * still.size)
-        return _Terms(rows, dJ, dpos, moving, J, force, self._aref_velocity_derivative(q, qd), planes, self.anchored,
-                      anchor_dJ)
+        return _Terms(rows, dJ, dpos, moving, J, force, self._aref_velocity_derivative(q, qd, anchor_dJ), planes,
+                      self.anchored, anchor_dJ, anchor_dbias, anchor_dgap)
 
     def compiled_terms(self, t: "_Terms", qfrc: np.ndarray) -> dict:
         """The constrained terms of cpp/data.h's ConstrainedTerms by name (read in place by cpp/bindings.cpp) from terms()'
@@ -1370,7 +1418,7 @@ class _Constraints:
                       cone_H=np.concatenate([H.ravel() for _, H in cones]) if cones else np.zeros(0),
                       plane_origin=origin, plane_frame=frame, plane_pos=pos, plane_dist=dist, plane_friction=friction,
                       plane_radius=radius, plane_axis=axis, turns=self.model.dof_turns if count else np.zeros((nv, nv)),
-                      anchor_dJ=t.anchor_dJ)
+                      anchor_dJ=t.anchor_dJ, anchor_dbias=t.anchor_dbias, anchor_dgap=t.anchor_dgap)
         ints = dict(state=self.state, rows=t.rows, moving=t.moving, cone_first=[first for first, _ in cones],
                     cone_dim=[len(H) for _, H in cones], plane_body=bodies, plane_dim=dim, anchored=t.anchored)
         return {"nefc": int(r.nefc), "nrows": len(t.rows), "nmoving": len(t.moving), "points": len(FD_WEIGHTS),
@@ -1467,8 +1515,10 @@ class _Terms(NamedTuple):
     force: np.ndarray          # (k s, nefc) their forces there (the analytic rows' zero)
     daref: np.ndarray          # (nefc, nv) d aref/dqd (_aref_velocity_derivative)
     planes: tuple | None       # the plane contacts left to the compiled step (_analytic_rows' planes), or None
-    anchored: np.ndarray       # (n,) the connect and weld rows, whose dJ/dq alone is analytic (_anchor_rows)
+    anchored: np.ndarray       # (n,) the connect and weld rows, analytic (_anchor_rows, _analytic_forces)
     anchor_dJ: np.ndarray      # (n, nv, nv) their d J[row, j]/dq_k at [., j, k]
+    anchor_dbias: np.ndarray   # (n, nv) their d(Jdot qd)/dq (anchor_bias_derivative)
+    anchor_dgap: np.ndarray    # (n, nv) the q-derivative of the position their impedance takes, |pos| of the block
 
 
 def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis, turns) -> tuple:
@@ -1598,6 +1648,57 @@ def anchor_rows(J, origin, anchor, turns, quats, scale, rows) -> np.ndarray:
     L = np.array([quat_mul(quat_mul(quats[0], e), quats[1])[1:] for e in np.eye(4)]).T     # X -> Im(neg X quat)
     dJ[3:] = 0.5 * scale * np.einsum("xi,ijk->xjk", L, X)
     return dJ
+
+
+def anchor_bias_derivative(J, origin, anchor, turns, quats, scale, rows, qd) -> np.ndarray:
+    """(rows, nv) d(Jdot qd)/dq_m at [., m] of a connect's rows (rows 3) or a weld's (rows 6) at the velocity qd (nv,)
+    (anchor_rows' arrays): MuJoCo 4's aref term Jdot qd = sum_jk dJ[., j, k] qd_j qd_k (engine.constraint's jdot),
+    from the first derivatives anchor_rows uses (each anchor's point Jacobian P, the angular W, dP = _rows_on_point's,
+    dW_j = W_m x W_j where m turns j) differentiated once more. For each body, with omega = W qd, V = P qd and
+    U_j = sum_k T[j, k] qd_k W_k, Pt_j likewise of P (T: turns):
+
+        a = omega x V + sum_j qd_j (U_j x P_j - W_j x Pt_j)         (the anchor's Jdot qd)
+        beta = sum_j qd_j U_j x W_j                                  (the body's angular Jdot qd)
+
+    the translational rows' a_1 - a_2; a weld's rotational rows ts/2 Im(neg Y quat), Y = (-|w|^2 / 2, w x (omega_1 +
+    omega_2) / 2 + beta_1 - beta_2), w = omega_1 - omega_2 (anchor_rows' X summed over qd twice), each factor
+    differentiated along m: d neg = -neg (0, W2_m) / 2, d quat = (0, W1_m) quat / 2."""
+    W = J[:, 3:]                                                            # (2, 3, nv)
+    P = J[:, :3] + _cross_columns(W, anchor - origin)                       # the anchors' Jacobians Jp(x)
+    nv, Tq, E = J.shape[2], turns * qd[None, :], _LEVI_CIVITA               # Tq[j, k] = T[j, k] qd_k
+    dacc, omega, domega, dbeta, beta = [], [], [], [], []
+    for Wb, Pb in zip(W, P):
+        dP = _rows_on_point(np.eye(3), Pb, Wb, Pb, turns)                  # (3, nv, nv) [., j, m]
+        dW = np.einsum("cab,am,bj,jm->cjm", E, Wb, Wb, turns)              # W_m x W_j where m turns j
+        w, V, U, Pt, Wq = Wb @ qd, Pb @ qd, Wb @ Tq.T, Pb @ Tq.T, Wb * qd   # U[:, j] = sum_k T[j, k] qd_k W_k
+        dw, dV = np.einsum("ijm,j->im", dW, qd), np.einsum("ijm,j->im", dP, qd)
+        dU, dPt = np.einsum("jk,ikm->ijm", Tq, dW), np.einsum("jk,ikm->ijm", Tq, dP)
+        dacc.append(np.einsum("cab,am,b->cm", E, dw, V) + np.einsum("cab,a,bm->cm", E, w, dV)
+                    + np.einsum("cab,ajm,bj->cm", E, dU, Pb * qd) + np.einsum("cab,aj,bjm->cm", E, U * qd, dP)
+                    - np.einsum("cab,ajm,bj->cm", E, dW, Pt * qd) - np.einsum("cab,aj,bjm->cm", E, Wq, dPt))
+        dbeta.append(np.einsum("cab,ajm,bj->cm", E, dU, Wq) + np.einsum("cab,aj,bjm->cm", E, U * qd, dW))
+        beta.append(np.einsum("cab,aj,bj->c", E, U, Wq))
+        omega.append(w), domega.append(dw)
+    out = np.zeros((rows, nv))
+    out[:3] = dacc[0] - dacc[1]
+    if rows == 3:
+        return out
+    w, dw, s, ds = omega[0] - omega[1], domega[0] - domega[1], omega[0] + omega[1], domega[0] + domega[1]
+    Y = np.r_[-0.5 * (w @ w), 0.5 * np.einsum("cab,a,b->c", E, w, s) + beta[0] - beta[1]]
+    dY = np.vstack([-(w @ dw), 0.5 * (np.einsum("cab,am,b->cm", E, dw, s) + np.einsum("cab,a,bm->cm", E, w, ds))
+                    + dbeta[0] - dbeta[1]])                                 # (4, nv)
+    neg, quat = quats
+    axes = lambda Wb: np.hstack([np.zeros((nv, 1)), Wb.T])                 # noqa: E731  (nv, 4): (0, W_m)
+    dneg, dquat = -0.5 * quat_mul(neg, axes(W[1])), 0.5 * quat_mul(axes(W[0]), quat)
+    d = quat_mul(quat_mul(dneg, Y), quat) + quat_mul(quat_mul(neg, dY.T), quat) + quat_mul(quat_mul(neg, Y), dquat)
+    out[3:] = 0.5 * scale * d[:, 1:].T
+    return out
+
+
+#: the Levi-Civita symbol: (a x b)_c = eps[c, a, b] a_a b_b
+_LEVI_CIVITA = np.zeros((3, 3, 3))
+_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
+_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
 
 
 def _turning(f: np.ndarray, dJ: np.ndarray) -> np.ndarray:

@@ -673,13 +673,14 @@ def _worded_for_step(error: Exception, state: int | None = None) -> Exception:
 
 
 def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart,
-                   names: tuple = (), steps: int = 1):
+                   names: tuple = (), steps: int = 1, forward_only=None):
     """step's fast path on the compiled backend: (q_next, qd_next, next warm start, act, observed) from one call of the
     rollout kernel, which checks the arrays itself; None whenever anything is not plainly well formed (the full path then
     names what is wrong) or the run diverged. Written for a policy's loop (a few microseconds of Python per call).
     names: the observed fields (step_result's observe), computed in the compiled step (cpp/observe.h) for a model with
     constraints and without gravity compensation (else None: the full path computes them). steps: that many steps with
-    ctrl and qfrc_applied held (step_frames), the results those of the last (its observed fields too)."""
+    ctrl and qfrc_applied held (step_frames), the results those of the last (its observed fields too). forward_only (N,)
+    bool (a constrained model's batch): those states take no step, their fields the forward pass's at their state."""
     code = native.INTEGRATOR_CODES.get(integrator) if type(integrator) is str else None
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
@@ -687,6 +688,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if (constraints and not native.compiled_solver(model)) or not native.runs(model):
         return None
     if names and (not constraints or model.body_gravcomp.any()):
+        return None
+    if forward_only is not None and (not constraints or q.ndim != 2):
         return None
     if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators):
         return None                                                # the NumPy engine's discrete metric
@@ -729,6 +732,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         fields["ctrl"], fields["qfrc_applied"], fields["warm"] = inputs[0], inputs[1], warm
         if steps != 1:
             fields["steps"] = steps
+        if forward_only is not None:
+            fields["frames"] = np.where(forward_only, 0, steps)
         if names:
             if not native.compiled(model).has_constraints:
                 return None
@@ -796,7 +801,8 @@ def _warn_caps(model, caps: dict, shape: tuple, kind: str, stacklevel: int) -> N
     warn_capped(model, capped, residual, kind, stacklevel + 1)
 
 
-def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None) -> "StepResult | None":
+def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None,
+                forward_only=None) -> "StepResult | None":
     """`frames` steps of the model's own options (integrator, timestep, constraints) from N states q (N, nq), qd (N, nv)
     with ctrl (N, nu) held over them, as mj_step(m, d, nstep=frames), in ONE compiled call: the StepResult of the last
     frame (q, qd, its qacc_warmstart, and the observed fields of its last step, as step_result's observe), the same
@@ -805,6 +811,11 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
     infinite or beyond 1e10, observed fields it does not compute, a state that diverged): the caller then steps frame
     by frame with step_result, which clamps, names or reports what went wrong. Written for a vector environment's frame
     skip (physai.envs): one call, one pass of the threads, instead of `frames`.
+    forward_only (N,) bool, or None: the states marked take no frame (a vector environment's autoreset, folded into the
+    same call): their q, qd and warm start come back as given, their observed fields those of the forward pass at
+    their state (its first evaluation of an Euler step from the given warm start and ctrl: mj_forward's, then
+    mj_rnePostConstraint's cacc, cfrc_int and cfrc_ext at that state); None also for a model without constraints, and
+    under the discrete integrator (its mj_forward solves in the step's metric, not an Euler step's: not folded).
     InvalidArgumentError when the frames' outputs would not fit in memory."""
     model = engine.as_model(model)
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
@@ -815,8 +826,14 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
         return None                                                # activations: step_result carries act
     if isinstance(q, np.ndarray) and q.ndim == 2:
         _check_output_size(model, len(q), int(frames))             # the compiled rollout keeps every frame
+    if forward_only is not None and (type(forward_only) is not np.ndarray or forward_only.dtype != np.bool_
+                                     or forward_only.shape != np.shape(q)[:1] or np.ndim(q) != 2):
+        raise ShapeError(f"step_frames: forward_only must be a bool array of shape (N,) for q (N, nq), got "
+                         f"{getattr(forward_only, 'dtype', type(forward_only).__name__)} {np.shape(forward_only)}")
+    if forward_only is not None and integrator == "discrete":
+        return None
     fast = _compiled_step(model, q, qd, dt, integrator, ctrl, None, euler_damping, constraints, qacc_warmstart, names,
-                          steps=int(frames))
+                          steps=int(frames), forward_only=forward_only)
     if fast is None:
         return None
     return _built(StepResult, q=fast[0], qd=fast[1], qacc_warmstart=fast[2],
@@ -858,21 +875,10 @@ def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, q
             run.acceleration(q_n, qd_n, M, f)
             observed = run.observed(names, qd_n)
         for name, value in observed.items():
-            _refuse_unrepresentable(name, value, n, batch is not None)
             out[name][n] = value
+    for name in names:
+        validation.finite_result(name, out[name], state_axis=0)
     return out if batch is not None else {name: x[0] for name, x in out.items()}
-
-
-def _refuse_unrepresentable(name: str, value: np.ndarray, n: int, batched: bool) -> None:
-    """InvalidStateError when a quantity of a finite state is not finite (its bodies' inertias or forces overflow
-    double precision: e.g. cinert m |c|^2 of a body 1e200 m from its subtree's centre of mass)."""
-    bad = np.argwhere(~np.isfinite(np.asarray(value)))
-    if len(bad):
-        where = f"state {n}'s " if batched else ""
-        raise InvalidStateError(f"{where}{name} is not finite at index {tuple(int(i) for i in bad[0])} though q and qd "
-                                "are: the state's quantities overflow double precision (a body too far from the others, "
-                                "moving too fast, or an applied force or control too large); bring q, qd and the inputs "
-                                "within range")
 
 
 def _first(x):
@@ -1145,7 +1151,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
             k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, options.h, options.integrator, n if len(q) > 1 else None,
-                          _deepest_contact(model, Q[n, k]) if constrained else "")
+                          _deepest_contact(model, Q[n, k]) if constrained else "",
+                          k == 0 and _start_overflows(model, Q[n, 0], QD[n, 0], inputs.rows(n)))
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
         if caps is None:
@@ -1172,7 +1179,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
             which = "the simulation" if N == 1 else f"trajectory {n} of the rollout"
             raise type(error)(f"{which} at step {k + 1}: {error}") from None
         _check_finite(out.Q[n, k + 1], out.QD[n, k + 1], k, options.h, options.integrator, n if N > 1 else None,
-                      _deepest_contact(model, out.Q[n, k]) if constrained else "")
+                      _deepest_contact(model, out.Q[n, k]) if constrained else "",
+                      k == 0 and _start_overflows(model, out.Q[n, 0], out.QD[n, 0], inputs.rows(n)))
     return out
 
 
@@ -1312,12 +1320,27 @@ def _refuse_infinite_energy(E: np.ndarray, h: float) -> None:
                                 "1.8e308); run with energy=False for the trajectory without it")
 
 
-def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None, contact: str = "") -> None:
+def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None, contact: str = "",
+                  start_overflows: bool = False) -> None:
+    """DivergenceError when the state after step k is not finite; start_overflows: the start state's own accelerations
+    are not finite (no timestep or integrator can help: the advice is the state's range)."""
     if not (np.isfinite(q).all() and np.isfinite(qd).all()):
         which = "the simulation" if trajectory is None else f"trajectory {trajectory} of the rollout"
+        advice = ("; the start state's own accelerations are not finite (they overflow double precision): bring q, qd "
+                  "and the inputs within range" if start_overflows else "; use a smaller timestep" +
+                  (", or the implicitfast or rk4 integrator" if name == "euler" else " or another integrator"))
         raise DivergenceError(f"{which} diverged at step {k + 1} (t = {(k + 1) * h:.6g} s) with the {name} "
-                              f"integrator at dt = {h:g} s: the state is no longer finite{contact}; use a smaller timestep"
-                              f"{', or the implicitfast or rk4 integrator' if name == 'euler' else ' or another integrator'}")
+                              f"integrator at dt = {h:g} s: the state is no longer finite{contact}{advice}")
+
+
+def _start_overflows(model, q, qd, row) -> bool:
+    """Whether the smooth accelerations at a run's start state (q, qd, with its first inputs `row`) are not finite."""
+    try:
+        body_quantities(model, q, qd, ("qacc",), _first(row.ctrl), row.actuators, _first(row.qfrc_applied),
+                        _first(row.xfrc_applied), constraints=False, act=row.act)
+    except InvalidStateError:
+        return True
+    return False
 
 
 def _deepest_contact(model, q) -> str:
@@ -1402,10 +1425,11 @@ def mass_matrix(model, q) -> np.ndarray:
 def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):
     """The four stages of one RK4 step: a list of (q_i, qd_i, qdd_i, M_i), i = 1..4, M_i = M(q_i).
 
-    Stage 1 is the start state; stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1.
-    MuJoCo evaluates its energy in every stage's mj_forward, so after an RK4 mj_step d.energy holds the
-    energy of stage 4, not of the start or of the end state. Raises DivergenceError naming the first stage that is not
-    finite (a state whose stages overflow within the step).
+    Stage 1 is the start state; stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1. The stages are
+    the smooth dynamics': the model's contacts, limits and equalities do not enter (step(..., "rk4") with constraints
+    solves them in every stage, as mj_RungeKutta does). MuJoCo evaluates its energy in every stage's mj_forward, so
+    after an RK4 mj_step d.energy holds the energy of stage 4, not of the start or of the end state. Raises
+    DivergenceError naming the first stage that is not finite (a state whose stages overflow within the step).
     """
     model = engine.as_model(model)
     h = check_timestep(dt)

@@ -130,12 +130,23 @@ def machine_memory() -> int:
         return 2 ** 40
 
 
-def finite_result(what: str, x):
-    """x if every entry is finite; InvalidStateError naming `what` otherwise (finite inputs that overflowed)."""
-    if not np.all(np.isfinite(x)):
-        raise InvalidStateError(f"{what} is not finite although the inputs are: the numbers overflow (velocities or "
-                                "accelerations too large, e.g. 1e200) or a body moves without mass, inertia or armature")
-    return x
+def finite_result(what: str, x, state_axis: int | None = None):
+    """x if every entry is finite; InvalidStateError otherwise: finite inputs whose result overflowed.
+
+    The error names `what`, the first state holding a NaN or an infinity (x's axis state_axis, when x holds several
+    states) and that entry's index within the state."""
+    bad = ~np.isfinite(x)
+    if not bad.any():
+        return x
+    if state_axis is None:
+        at, index = [], np.argwhere(bad)[0]
+    else:
+        first = np.argwhere(np.moveaxis(bad, state_axis, 0))[0]
+        at, index = [f"state {int(first[0])}"], first[1:]
+    at += [f"index {tuple(int(i) for i in index)}"] if len(index) else []
+    raise InvalidStateError(f"{what} is not finite{' at ' + ', '.join(at) if at else ''} although the inputs are: the "
+                            "numbers overflow double precision (positions, velocities or forces too large, e.g. 1e200: "
+                            "bring q, qd and the inputs within range) or a body moves without mass, inertia or armature")
 
 
 def matrix(name: str, x, shape: str) -> np.ndarray:

@@ -11,8 +11,8 @@ import numpy as np
 
 from physai.engine.data import Data
 from physai.engine.model import Model
-from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError
-from physai.validation import states
+from physai.exceptions import InvalidModelError, ShapeError
+from physai.validation import finite_result, states
 
 #: states per chunk of a large batch: arrays stay a few MB (cache-sized, reused by malloc instead of page-faulted)
 CHUNK = 1024
@@ -55,11 +55,7 @@ def result(x: np.ndarray, batch, what: str):
 
     Finite inputs that give a non-finite result (an overflow, a massless link) raise InvalidStateError naming `what`.
     """
-    if not np.isfinite(x).all():
-        k = int(np.argwhere(~np.isfinite(x))[0][-1])
-        raise InvalidStateError(f"{what} is not finite at state {k} although the inputs are: the numbers overflow "
-                                "(velocities or accelerations too large, e.g. 1e200) or a link moves without mass, "
-                                "inertia or armature")
+    finite_result(what, x, state_axis=-1)
     if batch is None:
         return x[..., 0].copy()
     return np.ascontiguousarray(np.moveaxis(x, -1, 0))

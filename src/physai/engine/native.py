@@ -734,6 +734,13 @@ def anchor_rows(J, origin, anchor, turns, quats, scale, rows) -> np.ndarray:
     return _ext.anchor_rows(*arrays, float(scale), int(rows))
 
 
+def anchor_bias_derivative(J, origin, anchor, turns, quats, scale, rows, qd) -> np.ndarray:
+    """physai.derivatives.anchor_bias_derivative compiled (cpp/constraint_derivative.h): its arguments in the same order
+    (the arrays as float64 in C order), (rows, nv)."""
+    arrays = [np.ascontiguousarray(x, dtype=np.float64) for x in (J, origin, anchor, turns, quats)]
+    return _ext.anchor_bias_derivative(*arrays, float(scale), int(rows), np.ascontiguousarray(qd, dtype=np.float64))
+
+
 def segment_pair(J, origin, a0, d1, b0, d2, radius, dist) -> tuple | None:
     """physai.derivatives.segment_pair compiled (cpp/constraint_derivative.h): its arguments in the same order (the
     arrays as float64 in C order), (room (2,), speed (2,), st (2, nv), dD (3, nv), L, v1 (3, nv)) or None."""

@@ -1,7 +1,8 @@
 """One gymnasium.vector.VectorEnv of N copies of a v5 task, stepped by physai's batched, compiled step_result.
 
 Each env.step(actions) is one compiled call of physai.integrators.step_frames over the environments that step (all
-frame_skip frames of all of them, on the threads), then the task's observations, rewards and terminations over the batch.
+frame_skip frames of all of them, on the threads) and those the next-step autoreset resets (their forward pass, in the
+same call), then the task's observations, rewards and terminations over the batch.
 What Gymnasium's SyncVectorEnv of the same task does one environment at a time is done here for all at once:
 
     per environment    MuJoCo / Gymnasium                          here
@@ -10,7 +11,8 @@ What Gymnasium's SyncVectorEnv of the same task does one environment at a time i
     simulation         mj_step(m, d, nstep=frame_skip)              one step_frames call of frame_skip frames, the
                        + mj_rnePostConstraint                        body quantities observed at the last frame
     reset              mj_resetData + reset_model (np_random)       the same draws from the same per-environment
-                       + mj_forward                                  Generator, warm start zero, ctrl zero
+                       + mj_forward                                  Generator, warm start zero, ctrl zero; the forward
+                                                                     pass in the step's call (step_frames' forward_only)
     TimeLimit          truncated at max_episode_steps               the same counter per environment
     autoreset          NEXT_STEP / SAME_STEP / DISABLED             the same three modes
 
@@ -127,6 +129,10 @@ class PhysaiVectorEnv(VectorEnv):
         self._rngs = [None] * num_envs
         self._autoreset = np.zeros(num_envs, bool)
         self._obs = np.zeros(self.observation_space.shape)
+        self._every = np.arange(num_envs)
+        act = self.model.actuators                     # ctrlrange where ctrllimited, else no bound (_applied's clip)
+        self._ctrl_low = np.where(act.ctrllimited, act.ctrlrange[:, 0], -np.inf)
+        self._ctrl_high = np.where(act.ctrllimited, act.ctrlrange[:, 1], np.inf)
         self._started = False
 
     # ---- reset ----
@@ -164,27 +170,38 @@ class PhysaiVectorEnv(VectorEnv):
         """Reset environments idx (mj_resetData + reset_model + mj_forward): their state, observation; their info."""
         if len(idx) == 0:
             return {}
+        self._draw_resets(idx)
+        return self._observe_resets(idx)
+
+    def _draw_resets(self, idx: np.ndarray) -> None:
+        """mj_resetData + reset_model of environments idx: their states drawn from their Generators, ctrl, warm start
+        and step count zero."""
         s = self._state
         for i in idx:
             s.q[i], s.qd[i] = self.task.reset_state(self._rngs[i])
         s.ctrl[idx], self._warm[idx], self._elapsed[idx] = 0.0, 0.0, 0
+
+    def _observe_resets(self, idx: np.ndarray, observed: dict | None = None) -> dict:
+        """mj_forward of the environments idx just drawn: their observed fields (`observed`, those of the step's call,
+        or None: a forward pass of their own), with what mj_forward does not compute zero; their observation; their
+        info."""
+        s = self._state
         if self.task.observe:
-            sub = Batch(s.q[idx], s.qd[idx], s.ctrl[idx], {})
-            sub.observed = self._forward(sub)
-            for k, v in sub.observed.items():
-                s.observed[k][idx] = v
+            if observed is None:
+                observed = self._forward(Batch(s.q[idx], s.qd[idx], s.ctrl[idx], {}))
+            for k, v in observed.items():
+                s.observed[k][idx] = 0.0 if k in _ZERO_AT_RESET else v
         sub = Batch(s.q[idx], s.qd[idx], s.ctrl[idx], {k: v[idx] for k, v in s.observed.items()})
         self._obs[idx] = self.task.observation(sub)
         return self._vector_info(self.task.reset_info(sub), idx)
 
     def _forward(self, b: Batch) -> dict:
-        """The body quantities of states b as mj_forward leaves them after mj_resetData: those of the first frame of a
-        step from b (its forward pass at b's state, warm start zero), with what mj_forward does not compute zero. The
-        step is Euler's, whose observed fields are those at its start state (RK4's are its last stage's)."""
+        """The body quantities of states b at their forward pass (warm start zero): those of the first frame of a step
+        from b. The step is Euler's, whose observed fields are those at its start state (RK4's are its last stage's)."""
         r = integrators.step_result(self.model, b.q, b.qd, integrator="euler", ctrl=b.ctrl,
                                     qacc_warmstart=np.zeros_like(b.qd),
                                     on_divergence="report", observe=self.task.observe)
-        return {k: (np.zeros_like(v) if k in _ZERO_AT_RESET else v) for k, v in r.observed.items()}
+        return r.observed
 
     # ---- rendering ----
 
@@ -213,18 +230,25 @@ class PhysaiVectorEnv(VectorEnv):
         if not self._started:
             raise InvalidStateError("step before reset: call env.reset() first")
         a = self._checked(actions)
-        N = self.num_envs
+        N, mode = self.num_envs, self.autoreset_mode
         reward, terminated, truncated = np.zeros(N), np.zeros(N, bool), np.zeros(N, bool)
-        resetting = self._autoreset & (self.autoreset_mode != AutoresetMode.SAME_STEP)
-        if self.autoreset_mode == AutoresetMode.DISABLED and resetting.any():
-            raise InvalidStateError(f"environments {np.flatnonzero(resetting).tolist()} ended and autoreset_mode is "
-                                    "Disabled: reset them with reset(options={'reset_mask': ...}) first")
+        resetting = mode != AutoresetMode.SAME_STEP and bool(self._autoreset.any())
+        if mode == AutoresetMode.DISABLED and resetting:
+            raise InvalidStateError(f"environments {np.flatnonzero(self._autoreset).tolist()} ended and autoreset_mode "
+                                    "is Disabled: reset them with reset(options={'reset_mask': ...}) first")
         info = {}
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP and resetting.any():
-            info = self._reset_envs(np.flatnonzero(resetting))
-        idx = np.flatnonzero(~resetting)
+        if resetting:                                  # NEXT_STEP: drawn now, their forward pass in the step's call
+            reset, idx = np.flatnonzero(self._autoreset), np.flatnonzero(~self._autoreset)
+            self._draw_resets(reset)
+            a = a[idx]
+        else:
+            reset, idx = None, self._every
+        reset_observed = None
         if len(idx):
-            step_info, r, term, trunc, done = self._step_envs(idx, a[idx])
+            step_info, r, term, trunc, done, reset_observed = self._step_envs(idx, a, reset)
+        if resetting:
+            info = self._observe_resets(reset, reset_observed)
+        if len(idx):
             reward[idx], terminated[idx], truncated[idx] = r, term, trunc
             if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
                 ended = idx[done]
@@ -260,9 +284,10 @@ class PhysaiVectorEnv(VectorEnv):
         """The controls mj_fwdActuation applies for d.ctrl = ctrl (n, nu) of environments idx: clamped to ctrlrange where
         ctrllimited, an environment's all zero where one clamped control is bad (NaN or |u| > MAXVAL: mju_isBad,
         mjWARN_BADCTRL); one ActionWarning naming the environments whose actions are not finite or beyond MAXVAL."""
-        act = self.model.actuators
-        u = np.where(act.ctrllimited, np.clip(ctrl, act.ctrlrange[:, 0], act.ctrlrange[:, 1]), ctrl)
-        bad = ~(np.abs(u) <= MAXVAL).all(axis=1)                                  # NaN compares False
+        u = np.clip(ctrl, self._ctrl_low, self._ctrl_high)
+        if np.abs(u).max(initial=0.0) <= MAXVAL and np.abs(ctrl).max(initial=0.0) <= MAXVAL:
+            return u                                                            # NaN compares False: below
+        bad = ~(np.abs(u) <= MAXVAL).all(axis=1)
         odd = ~(np.abs(ctrl) <= MAXVAL).all(axis=1)
         if odd.any():
             zeroed, clamped = idx[bad].tolist(), idx[odd & ~bad].tolist()
@@ -274,15 +299,21 @@ class PhysaiVectorEnv(VectorEnv):
                           stacklevel=4)
         return np.where(bad[:, None], 0.0, u)
 
-    def _step_envs(self, idx: np.ndarray, action: np.ndarray):
-        """Step environments idx frame_skip frames: (info, reward, terminated, truncated, done) over idx."""
+    def _step_envs(self, idx: np.ndarray, action: np.ndarray, reset: np.ndarray | None = None):
+        """Step environments idx frame_skip frames, the forward pass of the environments `reset` (drawn) in the same
+        call: (info, reward, terminated, truncated, done) over idx, and the observed fields of `reset` (None: not
+        computed)."""
         s, task = self._state, self.task
-        every = len(idx) == self.num_envs
-        pick = (lambda x: x) if every else (lambda x: x[idx])                      # noqa: E731
-        before = Batch(pick(s.q), pick(s.qd), pick(s.ctrl), {k: pick(v) for k, v in s.observed.items()})
+        if len(idx) == self.num_envs:
+            before = Batch(s.q, s.qd, s.ctrl, s.observed)
+            warm = self._warm
+        else:
+            before = Batch(s.q[idx], s.qd[idx], s.ctrl[idx], {k: v[idx] for k, v in s.observed.items()})
+            warm = self._warm[idx]
         x_before = task.before(before)
         ctrl = action.astype(np.float64)
-        q, qd, warm, observed, failed = self._frames(before.q, before.qd, self._applied(idx, ctrl), pick(self._warm))
+        q, qd, warm, observed, failed, reset_observed = self._frames(before.q, before.qd, self._applied(idx, ctrl),
+                                                                     warm, reset)
         after = Batch(q, qd, ctrl, observed)
         reward, terminated, info = task.outcome(after, x_before, action)
         obs = task.observation(after)
@@ -295,19 +326,33 @@ class PhysaiVectorEnv(VectorEnv):
             info["diverged"] = np.zeros(len(idx), bool)
             info["diverged"][bad] = True
             info["divergence"] = np.array([failed.get(n, "") for n in range(len(idx))], dtype=object)
-        self._store(idx, every, after, warm, obs)
-        return info, reward, terminated, truncated, terminated | truncated
+        self._store(idx, after, warm, obs)
+        return info, reward, terminated, truncated, terminated | truncated, reset_observed
 
-    def _frames(self, q, qd, ctrl, warm):
+    def _frames(self, q, qd, ctrl, warm, reset=None):
         """frame_skip frames from states (q (n, nq), qd (n, nv)) with ctrl (n, nu) held: (q, qd, warm start, the observed
-        fields of the last frame, {state: failure message}). One compiled call for every frame (integrators.step_frames);
-        where it does not take them (a state diverged), frame by frame with step_result reporting per state, a failed
-        state stepped on as a rest state (the autoreset resets it): the same numbers either way."""
-        task = self.task
-        r = integrators.step_frames(self.model, q, qd, task.frame_skip, ctrl=ctrl, qacc_warmstart=warm,
-                                    observe=task.observe)
-        if r is not None:
-            return r.q, r.qd, r.qacc_warmstart, dict(r.observed), {}
+        fields of the last frame, {state: failure message}, the observed fields of the forward pass of the environments
+        `reset` at their drawn states, or None). One compiled call for every frame and those forward passes
+        (integrators.step_frames, forward_only); where it does not take them (a state diverged), frame by frame with
+        step_result reporting per state, a failed state stepped on as a rest state (the autoreset resets it), the
+        forward passes left to the caller: the same numbers either way."""
+        task, n = self.task, len(q)
+        if reset is not None and len(reset) and task.observe:
+            s, extra = self._state, len(reset)
+            only = np.zeros(n + extra, bool)
+            only[n:] = True
+            r = integrators.step_frames(self.model, np.concatenate((q, s.q[reset])), np.concatenate((qd, s.qd[reset])),
+                                        task.frame_skip, ctrl=np.concatenate((ctrl, s.ctrl[reset])),
+                                        qacc_warmstart=np.concatenate((warm, self._warm[reset])), observe=task.observe,
+                                        forward_only=only)
+            if r is not None:
+                return (r.q[:n], r.qd[:n], r.qacc_warmstart[:n], {k: v[:n] for k, v in r.observed.items()}, {},
+                        {k: v[n:] for k, v in r.observed.items()})
+        else:
+            r = integrators.step_frames(self.model, q, qd, task.frame_skip, ctrl=ctrl, qacc_warmstart=warm,
+                                        observe=task.observe)
+            if r is not None:
+                return r.q, r.qd, r.qacc_warmstart, dict(r.observed), {}, None
         failed = {}
         for frame in range(task.frame_skip):
             last = frame == task.frame_skip - 1
@@ -317,14 +362,15 @@ class PhysaiVectorEnv(VectorEnv):
             for n in r.status.failed:
                 failed.setdefault(n, r.status.messages[n])
                 q[n], qd[n], warm[n] = task.init_qpos, 0.0, 0.0      # stepped on as a rest state, then reset
-        return q, qd, warm, dict(r.observed) if task.observe else {}, failed
+        return q, qd, warm, dict(r.observed) if task.observe else {}, failed, None
 
-    def _store(self, idx, every, after: Batch, warm, obs) -> None:
+    def _store(self, idx, after: Batch, warm, obs) -> None:
         """The stepped environments' new state, warm start and observation."""
         s = self._state
-        s.q[idx], s.qd[idx], s.ctrl[idx], self._warm[idx], self._obs[idx] = after.q, after.qd, after.ctrl, warm, obs
+        at = slice(None) if len(idx) == self.num_envs else idx           # every one: a copy, not a scatter
+        s.q[at], s.qd[at], s.ctrl[at], self._warm[at], self._obs[at] = after.q, after.qd, after.ctrl, warm, obs
         for k, v in after.observed.items():
-            s.observed[k][idx] = v
+            s.observed[k][at] = v
 
     def _vector_info(self, values: dict, idx: np.ndarray, present=None) -> dict:
         """Gymnasium's vector info: for each name an (N,) array with the values of environments idx and a mask
@@ -333,8 +379,12 @@ class PhysaiVectorEnv(VectorEnv):
         out = {}
         if present is not None and not np.any(present):
             return out
+        every = present is None and len(idx) == self.num_envs               # every environment's value: copies
         for k, v in values.items():
             v = np.asarray(v)
+            if every:
+                out[k], out["_" + k] = v.copy(), np.ones(self.num_envs, bool)
+                continue
             full = np.zeros((self.num_envs,) + v.shape[1:], v.dtype) if v.dtype != object else \
                 np.full(self.num_envs, None, object)
             full[idx] = v
@@ -346,6 +396,8 @@ class PhysaiVectorEnv(VectorEnv):
 
 def _merged(info: dict, new: dict) -> dict:
     """Two vector infos as one: a name in both takes each environment's value from the one whose mask holds it."""
+    if not info:
+        return dict(new)
     out = dict(info)
     for k, v in new.items():
         if k.startswith("_"):
