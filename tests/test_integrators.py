@@ -1170,17 +1170,23 @@ def test_a_discrete_servo_model_requires_ctrl_and_act():
 def test_a_discrete_models_ctrl_is_checked_on_both_backends(backend):
     """A NaN or a short ctrl on a discrete servo model: the same named error from forward_dynamics, inverse_dynamics
     and rows on both backends (the compiled inverse and rows returned finite numbers for a NaN ctrl, the compiled
-    forward too; the NumPy text named it)."""
+    forward too; the NumPy text named it). Each after a good call on the model (what is kept of it per model,
+    constraints._discrete_model, lets no bad input through), a NaN act too, and ctrl and act required as before."""
     m = discrete_servo_model(1, limit=True)
     model, d = engine.from_mujoco(m), mujoco.MjData(m)
     calls = (lambda **kw: constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive, **kw),
              lambda **kw: constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, **kw),
              lambda **kw: constraints.rows(model, d.qpos, d.qvel, **kw))
     for call in calls:
+        run(backend, call, ctrl=d.ctrl, act=d.act)
         with pytest.raises(InvalidStateError, match=r"^ctrl\[0\] is nan"):
             run(backend, call, ctrl=np.full(m.nu, np.nan), act=d.act)
         with pytest.raises(ShapeError, match=rf"^ctrl .*{m.nu - 1}.*{m.nu}"):
             run(backend, call, ctrl=np.zeros(m.nu - 1), act=d.act)
+        with pytest.raises(InvalidStateError, match=r"^act\[0\] is nan"):
+            run(backend, call, ctrl=d.ctrl, act=np.full(m.na, np.nan))
+        with pytest.raises(InvalidArgumentError, match="^ctrl and act required"):
+            run(backend, call)
 
 
 def random_start_and_mj_steps(m: mujoco.MjModel, seed: int, rng: np.random.Generator):

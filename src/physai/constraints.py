@@ -35,6 +35,8 @@ from physai import collision, engine, validation
 from physai.engine import constraint, forward, inverse, model_checks, native, smooth, solver, tendon
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
+from physai.engine.data import StepInputs
+from physai.engine.model import per_model
 from physai.engine.smooth import tree_cholesky_solve
 from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, ShapeError, StiffRowWarning,
                                UnsupportedModelError)
@@ -270,17 +272,12 @@ def _data(q, qd, tau):
 
 def _compiled_discrete(model, inputs, act):
     """The compiled kernels' discrete option (fields, ctrl, act) of a call on a discrete model (solver.compiled_forward's
-    discrete), from its checked inputs (_discrete_inputs: StepInputs, act), ctrl and act copied (the call's rows are
-    made later from them); None where the NumPy engine runs the call: no compiled backend, a model or actuators the
-    compiled engine does not run, or a metric its step does not model (muscles, the ellipsoid fluid:
-    forward.compiled_discrete)."""
-    acts = inputs.actuators
-    if not (native.on and native.compiled_solver(model) and native.runs(model, acts) and
-            forward.compiled_discrete(model, acts)):
+    discrete), from its checked inputs (_discrete_inputs: StepInputs, act: copies, the call's rows are made later from
+    them); None where the NumPy engine runs the call: no compiled backend, or a model or actuators the compiled engine
+    does not run or whose metric its step does not model (muscles, the ellipsoid fluid: _discrete_model's compiled)."""
+    if not (native.on and _discrete_model(model).compiled):
         return None
-    ctrl = np.zeros(0 if acts is None else acts.nu) if inputs.ctrl is None else np.array(inputs.ctrl, dtype=np.float64)
-    return (native.step_fields(model, "discrete", float(model.opt.timestep), False, True), ctrl,
-            None if act is None else np.array(act, dtype=np.float64))
+    return native.step_fields(model, "discrete", float(model.opt.timestep), False, True), inputs.ctrl, act
 
 
 def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act) -> ForwardResult:
@@ -313,36 +310,63 @@ def _refuse_metric_inputs(model, hint: str, **inputs) -> None:
                                    f"this model's integrator is {model.opt.integrator!r}: {hint}")
 
 
-def _servo_inputs(model, ctrl, act):
-    """(ctrl, act) of a discrete model checked: one of each for all states (ShapeError for a batch of them), required
-    (InvalidArgumentError) when its actuators add to the metric (forward.servo_couplings: their slopes, saturation and
-    activations depend on them) and the metric takes them (not forward.explicit_couplings)."""
+@dataclass(frozen=True)
+class _DiscreteModel:
+    """What a call on a model of the discrete integrator reads of the model alone (_discrete_model): its actuators
+    (None: none) with their nu and na; servo: ctrl and act required (their actuators add to the metric,
+    forward.servo_couplings, and the metric takes them, not forward.explicit_couplings); compiled: the compiled
+    kernels run its calls when the compiled backend is on (native.compiled_solver and native.runs with its actuators,
+    forward.compiled_discrete: not for muscles or the ellipsoid fluid)."""
+
+    actuators: object
+    nu: int
+    na: int
+    servo: bool
+    compiled: bool
+
+
+@per_model
+def _discrete_model(model) -> _DiscreteModel:
+    """The model's _DiscreteModel, after the checks of the model a discrete step makes (model_options, step_inputs'
+    of its actuators): made once per model; a model they refuse raises at each call, as before, and is not kept."""
+    model_options(model)
+    acts = step_inputs(model, None, None, None, None).actuators
+    return _DiscreteModel(acts, 0 if acts is None else acts.nu, 0 if acts is None else acts.na,
+                          forward.servo_couplings(acts) and not forward.explicit_couplings(model),
+                          bool(native.compiled_solver(model) and native.runs(model, acts) and
+                               forward.compiled_discrete(model, acts)))
+
+
+def _checked_copy(name: str, x, n: int) -> np.ndarray:
+    """x as a finite float vector of n entries (validation.vector), never the caller's own array: a call's rows are made
+    from it after the call returns."""
+    checked = validation.vector(name, x, n)
+    return checked.copy() if checked is x else checked
+
+
+def _discrete_inputs(model, ctrl, act):
+    """(StepInputs, act) of a call on a model of the discrete integrator, checked (what its step refuses refused): the
+    model once (_discrete_model), the call's ctrl (nu,) and act (na,) each time, copies (_checked_copy): one of each for
+    all states (ShapeError for a batch of them), required (InvalidArgumentError) when _DiscreteModel.servo; ctrl zeros
+    when None, act None."""
+    of = _discrete_model(model)
     for name, x in (("ctrl", ctrl), ("act", act)):
         if x is not None and np.ndim(x) > 1:
             raise ShapeError(f"{name} has shape {np.shape(x)}: a batch of states shares one ctrl (nu,) and one act (na,); "
                              "for different ones call once per state")
-    acts = model.actuators
-    if not forward.servo_couplings(acts) or forward.explicit_couplings(model):
-        return ctrl, act
-    missing = [name for name, x, n in (("ctrl", ctrl, acts.nu), ("act", act, acts.na)) if x is None and n]
+    missing = [name for name, x, n in (("ctrl", ctrl, of.nu), ("act", act, of.na)) if of.servo and x is None and n]
     if missing:
         raise InvalidArgumentError(f"{' and '.join(missing)} required: this discrete model's actuators have gains or "
                                    "biases on length or velocity, whose terms in the step's metric M + h B + h^2 K "
                                    "depend on ctrl and act (their slopes and saturation); pass MuJoCo's d.ctrl (nu,) "
                                    "and d.act (na,)")
-    return ctrl, act
-
-
-def _discrete_inputs(model, ctrl, act):
-    """(StepInputs, act) of a call on a model of the discrete integrator, checked (what its step refuses refused):
-    the actuators with ctrl (step_inputs, _servo_inputs), act (na,) or None."""
-    model_options(model)
-    ctrl, act = _servo_inputs(model, ctrl, act)
     if ctrl is not None:                        # the compiled path reads ctrl as given: checked here, for both engines
-        ctrl = validation.vector("ctrl", ctrl, 0 if model.actuators is None else model.actuators.nu)
-    inputs = step_inputs(model, None, ctrl, None, None)
-    na = 0 if inputs.actuators is None else inputs.actuators.na
-    return inputs, None if act is None else validation.vector("act", act, na)
+        ctrl = _checked_copy("ctrl", ctrl, of.nu)
+    if of.actuators is None:                    # only an empty ctrl passed: check_actuators' None
+        ctrl = None
+    elif ctrl is None:
+        ctrl = np.zeros(of.nu)
+    return StepInputs(of.actuators, ctrl, None, None), None if act is None else _checked_copy("act", act, of.na)
 
 
 def _discrete_runs(model, data, contacts, eq_active, ctrl, act, states=None):

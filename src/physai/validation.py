@@ -23,7 +23,8 @@ from physai.exceptions import InvalidArgumentError, InvalidInertiaError, Invalid
 
 def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     """`x` as a float array of exactly `shape`, finite; raises ShapeError or InvalidStateError naming `name`."""
-    a = to_float(name, x, f"an array of {_describe(shape)}")
+    # a float64 array at once (to_float's own fast path, without the message made for its errors)
+    a = x if type(x) is np.ndarray and x.dtype == np.float64 else to_float(name, x, f"an array of {_describe(shape)}")
     if a.shape != shape:
         if len(shape) == 1 and a.ndim == 1:
             count = "1 entry" if a.shape[0] == 1 else f"{a.shape[0]} entries"
