@@ -1115,6 +1115,28 @@ def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> m
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_discrete_calls_on_two_models_in_turn_are_each_models_own(backend):
+    """constraints' discrete calls keep each model's checks (constraints._discrete_model, per model): two servo models
+    of different sizes called in turn, each call's qacc within 1e-7 of its own model's mj_forward (the servo test's
+    bound); a cache that answered with the other model's checks would refuse or misread ctrl and act."""
+    scenes = []
+    for seed in (0, 1):                                 # nv 11, na 0 and nv 10, na 1
+        m = discrete_servo_model(seed, limit=True)
+        m.opt.iterations = 1000
+        d = mujoco.MjData(m)
+        rng = np.random.default_rng(seed)
+        d.qpos[:] = engine.random_states(engine.from_mujoco(m), 1, seed)[0][0]
+        d.qvel[:], d.ctrl[:], d.act[:] = rng.normal(size=m.nv), rng.normal(size=m.nu), rng.normal(size=m.na)
+        mujoco.mj_forward(m, d)
+        scenes.append((engine.from_mujoco(m), d))
+    assert len({(model.nv, model.actuators.nu, model.actuators.na) for model, _ in scenes}) == 2
+    for model, d in scenes + scenes[::-1]:
+        res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator,
+                  ctrl=d.ctrl, act=d.act)
+        assert np.abs(res.qacc - d.qacc).max() <= 1e-7 * max(1.0, np.abs(d.qacc).max())
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("seed", range(2))
 def test_discrete_forward_and_inverse_with_servos_are_mujocos(seed, backend, monkeypatch):
     """physai.constraints' forward and inverse dynamics of a discrete model with tendon springs and dampers, servos at a

@@ -341,7 +341,7 @@ def _checked_copy(name: str, x, n: int) -> np.ndarray:
     """x as a finite float vector of n entries (validation.vector), never the caller's own array: a call's rows are made
     from it after the call returns."""
     checked = validation.vector(name, x, n)
-    return checked.copy() if checked is x else checked
+    return checked.copy() if np.may_share_memory(checked, x) else checked     # x, a view of it, or a subclass's base
 
 
 def _discrete_inputs(model, ctrl, act):
