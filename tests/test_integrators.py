@@ -1114,21 +1114,25 @@ def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> m
     return mujoco.MjModel.from_xml_string(xml)
 
 
+def discrete_servo_state(seed: int) -> tuple:
+    """(m, d): discrete_servo_model(seed) with its limit, the solver at 1000 iterations, at a random state, velocities,
+    controls and activations (from seed), after mj_forward."""
+    m = discrete_servo_model(seed, limit=True)
+    m.opt.iterations = 1000
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qpos[:] = engine.random_states(engine.from_mujoco(m), 1, seed)[0][0]
+    d.qvel[:], d.ctrl[:], d.act[:] = rng.normal(size=m.nv), rng.normal(size=m.nu), rng.normal(size=m.na)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_discrete_calls_on_two_models_in_turn_are_each_models_own(backend):
     """constraints' discrete calls keep each model's checks (constraints._discrete_model, per model): two servo models
     of different sizes called in turn, each call's qacc within 1e-7 of its own model's mj_forward (the servo test's
     bound); a cache that answered with the other model's checks would refuse or misread ctrl and act."""
-    scenes = []
-    for seed in (0, 1):                                 # nv 11, na 0 and nv 10, na 1
-        m = discrete_servo_model(seed, limit=True)
-        m.opt.iterations = 1000
-        d = mujoco.MjData(m)
-        rng = np.random.default_rng(seed)
-        d.qpos[:] = engine.random_states(engine.from_mujoco(m), 1, seed)[0][0]
-        d.qvel[:], d.ctrl[:], d.act[:] = rng.normal(size=m.nv), rng.normal(size=m.nu), rng.normal(size=m.na)
-        mujoco.mj_forward(m, d)
-        scenes.append((engine.from_mujoco(m), d))
+    scenes = [(engine.from_mujoco(m), d) for m, d in map(discrete_servo_state, (0, 1))]   # nv 11, na 0; nv 10, na 1
     assert len({(model.nv, model.actuators.nu, model.actuators.na) for model, _ in scenes}) == 2
     for model, d in scenes + scenes[::-1]:
         res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator,
@@ -1145,13 +1149,7 @@ def test_discrete_forward_and_inverse_with_servos_are_mujocos(seed, backend, mon
     of the scale of its terms (mj_inverse after mj_forward, as MuJoCo's fwdinv check: seed 0's force-limited servo
     saturates, and mj_inverse in a new MjData, its actuator_force zero, keeps that servo's terms in the metric:
     hand-measured 15 N m from its own mj_forward)."""
-    m = discrete_servo_model(seed, limit=True)
-    m.opt.iterations = 1000
-    d = mujoco.MjData(m)
-    rng = np.random.default_rng(seed)
-    d.qpos[:] = engine.random_states(engine.from_mujoco(m), 1, seed)[0][0]
-    d.qvel[:], d.ctrl[:], d.act[:] = rng.normal(size=m.nv), rng.normal(size=m.nu), rng.normal(size=m.na)
-    mujoco.mj_forward(m, d)
+    m, d = discrete_servo_state(seed)
     assert d.nefc
     model = engine.from_mujoco(m)
     def numpy_text(*args, **kwargs):
