@@ -826,10 +826,12 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
         return None                                                # activations: step_result carries act
     if isinstance(q, np.ndarray) and q.ndim == 2:
         _check_output_size(model, len(q), int(frames))             # the compiled rollout keeps every frame
-    if forward_only is not None and (type(forward_only) is not np.ndarray or forward_only.dtype != np.bool_
-                                     or forward_only.shape != np.shape(q)[:1] or np.ndim(q) != 2):
-        raise ShapeError(f"step_frames: forward_only must be a bool array of shape (N,) for q (N, nq), got "
-                         f"{getattr(forward_only, 'dtype', type(forward_only).__name__)} {np.shape(forward_only)}")
+    if forward_only is not None and (type(forward_only) is not np.ndarray or forward_only.dtype != np.bool_):
+        raise InvalidArgumentError(f"step_frames: forward_only must be a numpy bool array, got "
+                                   f"{getattr(forward_only, 'dtype', type(forward_only).__name__)}")
+    if forward_only is not None and (forward_only.shape != np.shape(q)[:1] or np.ndim(q) != 2):
+        raise ShapeError(f"step_frames: forward_only must have shape (N,) for q (N, nq), got {forward_only.shape} "
+                         f"for q {np.shape(q)}")
     if forward_only is not None and integrator == "discrete":
         return None
     fast = _compiled_step(model, q, qd, dt, integrator, ctrl, None, euler_damping, constraints, qacc_warmstart, names,

@@ -23,8 +23,7 @@ from physai.exceptions import InvalidArgumentError, InvalidInertiaError, Invalid
 
 def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     """`x` as a float array of exactly `shape`, finite; raises ShapeError or InvalidStateError naming `name`."""
-    # a float64 array at once (to_float's own fast path, without the message made for its errors)
-    a = x if type(x) is np.ndarray and x.dtype == np.float64 else to_float(name, x, f"an array of {_describe(shape)}")
+    a = to_float(name, x, lambda: f"an array of {_describe(shape)}")
     if a.shape != shape:
         if len(shape) == 1 and a.ndim == 1:
             count = "1 entry" if a.shape[0] == 1 else f"{a.shape[0]} entries"
@@ -38,14 +37,17 @@ def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
-def to_float(name: str, x, expected: str) -> np.ndarray:
+def to_float(name: str, x, expected) -> np.ndarray:
     """x as a float array of any shape; ShapeError naming `name` and `expected` for complex or non-numeric input.
+
+    `expected`: the text ("an array of 7 entries"), or a function making it (not called for a float64 array).
 
     Strings ("0.3") and booleans (True, np.array([True])) are refused, not converted: numpy would parse the one
     and read the other as 1.0 and 0.0, and either is more likely a mistake than a number.
     """
     if type(x) is np.ndarray and x.dtype == np.float64:    # already what is returned: nothing to refuse or convert
         return x
+    expected = expected if isinstance(expected, str) else expected()
     found = _text_or_bool(x)
     if found is not None:
         what, example = found
