@@ -861,6 +861,31 @@ def test_h1_against_pinocchio_through_the_conventions():
 
 # ---- errors ----
 
+def test_constrained_one_plain_state_equals_the_full_path(monkeypatch):
+    """The G1 standing: one plain state (finite float64 arrays of the model's sizes) goes straight to the compiled
+    constrained step (_constrained_one_state: no copies, no per-call checks) and gives the full path's A, B and margins
+    bit for bit (the state as lists, or as a batch of one, takes the full path); a NaN in q or ctrl of the same shapes
+    is still named by the full path."""
+    m, d, (model, q, qd, ctrl) = g1_standing()
+    taken = []
+    fast = derivatives._constrained_one_state
+    monkeypatch.setattr(derivatives, "_constrained_one_state", lambda *a: taken.append(fast(*a)) or taken[-1])
+    A, B, margins = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True, margins=True)
+    assert taken[-1] is not None
+    A1, B1, margins1 = derivatives.step_derivatives(model, q.tolist(), qd.tolist(), ctrl=ctrl.tolist(), constraints=True,
+                                                    margins=True)
+    assert taken[-1] is None
+    assert np.array_equal(A, A1) and np.array_equal(B, B1) and np.array_equal(margins, margins1)
+    Ab, Bb = derivatives.step_derivatives(model, q[None], qd[None], ctrl=ctrl[None], constraints=True)
+    assert np.array_equal(Ab[0], A) and np.array_equal(Bb[0], B)
+    for name, x in (("q", q), ("ctrl", ctrl)):
+        bad = x.copy()
+        bad[-1] = np.nan
+        with pytest.raises(InvalidStateError, match=name):
+            derivatives.step_derivatives(model, *((bad, qd, ctrl) if name == "q" else (q, qd, bad))[:2],
+                                         ctrl=ctrl if name == "q" else bad, constraints=True)
+
+
 def test_bad_input_is_named():
     model = engine.from_mujoco(MIXED)
     q, qd = engine.random_states(model, 1, 0)

@@ -436,7 +436,7 @@ class _Constraints:
     each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
-        self.model, self.d = model, engine.Data(model)
+        self.model, self.d = model, None              # d: the NumPy rows' workspace (rows()), made on first use
         self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
         self.measure = False                           # whether solve() measures the margins (step_derivatives' margins)
         self.step_planes = False                       # whether the compiled step takes the plane contacts' rows (terms)
@@ -455,7 +455,7 @@ class _Constraints:
             contacts = collision.detect(model, Q)
         if self.discrete is None and native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
-        out = []
+        out, self.d = [], engine.Data(model) if self.d is None else self.d
         for k, (q, qd) in enumerate(zip(Q, QD)):
             end = {} if self.discrete is None else dict(discrete_h=self.discrete[0], step_diagonal=self.discrete[1](q, qd))
             velocity_stages(model, self.d, q[:, None], qd[:, None])
