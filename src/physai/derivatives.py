@@ -1045,10 +1045,11 @@ class _Constraints:
         parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
         if not ANALYTIC_ROWS or self.discrete is not None:
             return (*parts[0], None)
-        limits = [i for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist()
-                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > R_FLOOR]
-        if limits:
-            parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
+        limits = np.flatnonzero(r.type == constraint.LIMIT_JOINT)
+        kind = model.jnt_type[r.id[limits]]
+        limits = limits[((kind == joints.HINGE) | (kind == joints.SLIDE)) & (r.R[limits] > R_FLOOR)].astype(np.intp)
+        if limits.size:
+            parts.append((limits, np.zeros((len(limits), nv, nv)), r.J[limits]))
         parts.append(self._joint_equality_rows(q))
         planes = self._plane_contact(poses[1]) if poses is not None else []
         deferred = None
