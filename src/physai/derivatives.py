@@ -519,7 +519,7 @@ class _Constraints:
         frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
         axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
         poses = body_poses(model, q) if axes or self._cylinders_on_faces() else None
-        frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
+        frames += [self._axis_tilt(c, g2, q, poses, rate=False)[0] for c, _, g2 in axes]
         for c, cylinder, side, other in self._cylinders_on_faces():   # flat on a box's or mesh's face, or along a box's
             tilt, _, along = self._axis_tilt(c, cylinder, q, poses, side)
             frames += [tilt, along] if other == geoms.BOX else [tilt]
@@ -1016,11 +1016,13 @@ class _Constraints:
         (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
         xpos, xmat = poses
+        cs = np.asarray(cs, np.intp)
         bodies, g2 = r.contact_body[cs, 1], contacts.geom[cs, 1]
-        radius = np.where(G.geom_type[g2] == geoms.BOX, 0.0, G.geom_size[g2, 0])
+        kind = G.geom_type[g2]
+        radius = np.where(kind == geoms.BOX, 0.0, G.geom_size[g2, 0])
         dim = r.contact_dim[cs].astype(np.int64)
         axis = np.zeros((len(cs), 3))
-        for i in np.flatnonzero((G.geom_type[g2] == geoms.CAPSULE) & (dim > 1)).tolist():
+        for i in np.flatnonzero((kind == geoms.CAPSULE) & (dim > 1)).tolist():
             axis[i] = _geom_axis(model, xmat[bodies[i]], g2[i])
         count = np.where(dim == 1, 1, 2 * (dim - 1))   # each contact's rows: its first row on
         rows = (np.repeat(r.contact_row[cs] - np.cumsum(count) + count, count) + np.arange(count.sum())).astype(np.intp)
@@ -1116,14 +1118,16 @@ class _Constraints:
                 if first >= 0 and min(g1, g2) >= 0 and types[g1] == geoms.PLANE and types[g2] == kind
                 and (kind != geoms.CAPSULE or dim > 1)]
 
-    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1) -> tuple:
+    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1, rate: bool = True) -> tuple:
         """(|y|, rate, |n . a|): y = a - n (n . a) of contact c's geom g2's axis a (g2 on the contact's body `side`, 0
         or 1) and normal n (|y| the sine of a from n) and max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies'
-        angular Jacobians), the rate of y as a nears n (and of n . a)."""
+        angular Jacobians), the rate of y as a nears n (and of n . a); rate False: None for it (no Jacobians)."""
         model, bodies = self.model, self.r.contact_body[c].tolist()
         n, b = self.contacts[0].frame[c, 0], bodies[side]
         axis = _geom_axis(model, poses[1][b] if b >= 0 else np.eye(3), g2)
         y = axis - n * (n @ axis)
+        if not rate:
+            return float(np.sqrt(y @ y)), None, abs(float(n @ axis))
         W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in bodies]
         rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
         return float(np.sqrt(y @ y)), rate, abs(float(n @ axis))
@@ -1137,6 +1141,8 @@ class _Constraints:
         q-derivatives are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos,
         xmat) at q (None without contacts)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
+            if self._axis_tilt(c, g2, q, poses, rate=False)[0] >= 4 * ROW_STEP:   # rate <= 2: |W_k| <= 1 a body
+                continue
             tilt, rate, _ = self._axis_tilt(c, g2, q, poses)
             if tilt < 2 * ROW_STEP * rate:
                 raise InvalidStateError(
