@@ -283,8 +283,11 @@ def _limited_joints(model: Model) -> tuple:
     """(joints, qposadr, low, high, margin, ball) (k,) of the model's limited joints (_Constraints._moving_dofs' table,
     made once per model): their indices, first coordinates, ranges, margins and whether each is a ball."""
     j = np.flatnonzero(model.jnt_limited)
-    return (j, model.jnt_qposadr[j], model.jnt_range[j, 0], model.jnt_range[j, 1], model.jnt_margin[j],
-            model.jnt_type[j] == joints.BALL)
+    table = (j, model.jnt_qposadr[j], model.jnt_range[j, 0], model.jnt_range[j, 1], model.jnt_margin[j],
+             model.jnt_type[j] == joints.BALL)
+    for a in table:
+        a.setflags(write=False)
+    return table
 
 
 #: 4th-order centred differences: the steps (multiples of FD_STEP) and their weights over 12 FD_STEP
@@ -455,7 +458,9 @@ class _Constraints:
             contacts = collision.detect(model, Q)
         if self.discrete is None and native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
-        out, self.d = [], engine.Data(model) if self.d is None else self.d
+        if self.d is None:                             # the NumPy workspace, made on first use
+            self.d = engine.Data(model)
+        out = []
         for k, (q, qd) in enumerate(zip(Q, QD)):
             end = {} if self.discrete is None else dict(discrete_h=self.discrete[0], step_diagonal=self.discrete[1](q, qd))
             velocity_stages(model, self.d, q[:, None], qd[:, None])
@@ -672,7 +677,7 @@ class _Constraints:
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
         self.base = np.ascontiguousarray(q, dtype=np.float64)
         dofs = np.concatenate([np.repeat(moving, len(offsets)), np.repeat(still, 2)])
-        size = np.concatenate([(offsets + np.zeros((moving.size, 1))).ravel(),
+        size = np.concatenate([(offsets + np.zeros((moving.size, 1))).ravel(),     # np.tile's result, without its cost
                                (np.array([-2 * ROW_STEP, 2 * ROW_STEP]) + np.zeros((still.size, 1))).ravel()])
         steps = np.zeros((dofs.size, model.nv))
         steps[np.arange(dofs.size), dofs] = size
@@ -961,7 +966,7 @@ class _Constraints:
 
     # ------------------------------------------------ the rows' analytic q-derivatives
 
-    def _plane_contact(self, xmat: np.ndarray) -> list:
+    def _analytic_plane_indices(self, xmat: np.ndarray) -> list:
         """The contacts (their indices) that are a plane on a body no dof moves (geom 1) against a sphere, a capsule or a
         box (geom 2 on a body), of dim 1 or 3 on the pyramidal cone, with R far above its floor MINVAL: _plane_contacts'
         kind; not a capsule standing on its end (its axis within 1e-6 of the normal: its frame's choice switches
@@ -984,7 +989,7 @@ class _Constraints:
         return out
 
     def _plane_contacts(self, q: np.ndarray, cs: list, poses: tuple) -> tuple:
-        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)) of the plane contacts cs (_plane_contact), d J[row, j]/dq_k at
+        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)) of the plane contacts cs (_analytic_plane_indices), d J[row, j]/dq_k at
         [., j, k]. A contact's rows are J = E Jp(b, p) (E: the normal, n +- mu t on the pyramid's edges; Jp, W the
         translational and angular Jacobians of its body b, Jp at the contact p). The primitive's point fixed in b,
         x = p + n (radius + dist / 2) (the sphere's centre, the capsule's end, the box's corner; radius 0 for a box),
@@ -996,7 +1001,7 @@ class _Constraints:
         so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
         capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
         with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1 (a capsule standing on its end,
-        |y| < 1e-6, is left to the differences: _plane_contact). poses: the bodies' (xpos, xmat) at q. Mirrored, the
+        |y| < 1e-6, is left to the differences: _analytic_plane_indices). poses: the bodies' (xpos, xmat) at q. Mirrored, the
         bodies' Jacobians taken from the step's own kinematics, by cpp/step_derivative.h's plane_contacts (the compiled
         step: _plane_arrays' arrays handed to it)."""
         model = self.model
@@ -1011,7 +1016,7 @@ class _Constraints:
 
     def _plane_arrays(self, cs: list, poses: tuple) -> tuple:
         """(rows (m,), bodies (nc,), (origin, frame, pos, dist, friction, radius, dim, axis)) of the plane contacts cs
-        (_plane_contact): their rows, each one's body and plane_contact_rows' arrays but the bodies' Jacobians and turns
+        (_analytic_plane_indices): their rows, each one's body and plane_contact_rows' arrays but the bodies' Jacobians and turns
         (origin: the body's xpos at q; radius 0 for a box; axis a capsule's of dim 3, else zero). poses: the bodies'
         (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
@@ -1053,7 +1058,7 @@ class _Constraints:
         if limits.size:
             parts.append((limits, np.zeros((len(limits), nv, nv)), r.J[limits]))
         parts.append(self._joint_equality_rows(q))
-        planes = self._plane_contact(poses[1]) if poses is not None else []
+        planes = self._analytic_plane_indices(poses[1]) if poses is not None else []
         deferred = None
         if planes and self.step_planes and COMPILED_PIECES:     # their rows alone; the compiled step makes dJ, dpos
             rows, bodies, arrays = self._plane_arrays(planes, poses)
@@ -1138,7 +1143,7 @@ class _Constraints:
         primitives.plane_capsule, make_frame; (1, 0, 0) at y = 0) turns by |dy| / |y|: near y = 0 the frame jumps, and
         the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (_axis_tilt; W1, W2: the
         plane's and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows'
-        q-derivatives are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos,
+        q-derivatives are taken (an upright capsule's are differenced: _analytic_plane_indices). poses: the bodies' (xpos,
         xmat) at q (None without contacts)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
             if self._axis_tilt(c, g2, q, poses, rate=False)[0] >= 4 * ROW_STEP:   # rate <= 2: |W_k| <= 1 a body

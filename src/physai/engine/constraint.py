@@ -496,9 +496,6 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
         return np.zeros(0, np.intp), np.zeros(0)
     i = 0
     while i < r.nefc:
-        if i == r.ne and r.nf:                         # the friction loss rows (pos 0 at every q): none
-            i += r.nf
-            continue
         _, _, solimp = _solver_parameters(model, r, i, contacts)
         dim, pos = impedance_block(model, r, i)
         friction = r.type[i] in (FRICTION_DOF, FRICTION_TENDON)
