@@ -861,6 +861,36 @@ def test_h1_against_pinocchio_through_the_conventions():
 
 # ---- errors ----
 
+def test_constrained_one_plain_state_equals_the_full_path(monkeypatch):
+    """The G1 standing with an applied force: one plain state (finite float64 arrays of the model's sizes) goes straight
+    to the compiled constrained step (_constrained_one_state: no copies, no per-call checks) and gives the full path's
+    A, B and margins within 1e-12 (the state as lists, or as a batch of one, takes the full path); a NaN in q, ctrl or
+    qfrc_applied of the same shapes is still named (by the full path or downstream: the end behaviour is checked)."""
+    m, d, (model, q, qd, ctrl) = g1_standing()
+    qfrc = np.random.default_rng(0).uniform(-1.0, 1.0, model.nv)
+    taken = []
+    fast = derivatives._constrained_one_state
+    monkeypatch.setattr(derivatives, "_constrained_one_state", lambda *a: taken.append(fast(*a)) or taken[-1])
+    A, B, margins = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, qfrc_applied=qfrc, constraints=True,
+                                                 margins=True)
+    assert taken[-1] is not None
+    A1, B1, margins1 = derivatives.step_derivatives(model, q.tolist(), qd.tolist(), ctrl=ctrl.tolist(),
+                                                    qfrc_applied=qfrc.tolist(), constraints=True, margins=True)
+    assert taken[-1] is None
+    Ab, Bb = derivatives.step_derivatives(model, q[None], qd[None], ctrl=ctrl[None], qfrc_applied=qfrc[None],
+                                          constraints=True)
+    for ours, full in ((A, A1), (B, B1), (A, Ab[0]), (B, Bb[0])):
+        assert_close(ours, full, 1e-12)
+    assert (np.isinf(margins) == np.isinf(margins1)).all()          # inf: no row of that kind
+    assert_close(margins[np.isfinite(margins)], margins1[np.isfinite(margins1)], 1e-12)
+    for name in ("q", "ctrl", "qfrc_applied"):
+        args = dict(q=q, qd=qd, ctrl=ctrl, qfrc_applied=qfrc)
+        args[name] = args[name].copy()
+        args[name][-1] = np.nan
+        with pytest.raises(InvalidStateError, match=name):
+            derivatives.step_derivatives(model, constraints=True, **args)
+
+
 def test_bad_input_is_named():
     model = engine.from_mujoco(MIXED)
     q, qd = engine.random_states(model, 1, 0)

@@ -220,11 +220,16 @@ def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None 
 
 # ---------------------------------------------------------------- forces
 
+@per_model
 def _passive_derivatives(model: Model):
-    """(dP/dq, dP/dqd) (nv, nv) of physai.forces.passive_force: springs -k on hinges and slides, damping -b."""
+    """(dP/dq, dP/dqd) (nv, nv) of physai.forces.passive_force: springs -k on hinges and slides, damping -b (read-only,
+    made once per model)."""
     dq = np.zeros((model.nv, model.nv))
     dq[model.spring_dofadr, model.spring_dofadr] = -model.spring_stiffness
-    return dq, -np.diag(model.dof_damping)
+    dv = -np.diag(model.dof_damping)
+    for a in (dq, dv):
+        a.setflags(write=False)
+    return dq, dv
 
 
 def _tendon_derivatives(model: Model, d: engine.Data, q: np.ndarray):
@@ -271,6 +276,18 @@ def _joint_dofs(model: Model) -> np.ndarray:
     for j, (adr, kind) in enumerate(zip(model.jnt_dofadr.tolist(), model.jnt_type.tolist())):
         out[j, adr:adr + joints.NV[kind]] = True
     return out
+
+
+@per_model
+def _limited_joints(model: Model) -> tuple:
+    """(joints, qposadr, low, high, margin, ball) (k,) of the model's limited joints (_Constraints._moving_dofs' table,
+    made once per model): their indices, first coordinates, ranges, margins and whether each is a ball."""
+    j = np.flatnonzero(model.jnt_limited)
+    table = (j, model.jnt_qposadr[j], model.jnt_range[j, 0], model.jnt_range[j, 1], model.jnt_margin[j],
+             model.jnt_type[j] == joints.BALL)
+    for a in table:
+        a.setflags(write=False)
+    return table
 
 
 #: 4th-order centred differences: the steps (multiples of FD_STEP) and their weights over 12 FD_STEP
@@ -422,7 +439,7 @@ class _Constraints:
     each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
-        self.model, self.d = model, engine.Data(model)
+        self.model, self.d = model, None              # d: the NumPy rows' workspace (rows()), made on first use
         self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
         self.measure = False                           # whether solve() measures the margins (step_derivatives' margins)
         self.step_planes = False                       # whether the compiled step takes the plane contacts' rows (terms)
@@ -441,6 +458,8 @@ class _Constraints:
             contacts = collision.detect(model, Q)
         if self.discrete is None and native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
+        if self.d is None:                             # the NumPy workspace, made on first use
+            self.d = engine.Data(model)
         out = []
         for k, (q, qd) in enumerate(zip(Q, QD)):
             end = {} if self.discrete is None else dict(discrete_h=self.discrete[0], step_diagonal=self.discrete[1](q, qd))
@@ -505,7 +524,7 @@ class _Constraints:
         frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
         axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
         poses = body_poses(model, q) if axes or self._cylinders_on_faces() else None
-        frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
+        frames += [self._axis_tilt(c, g2, q, poses, rate=False)[0] for c, _, g2 in axes]
         for c, cylinder, side, other in self._cylinders_on_faces():   # flat on a box's or mesh's face, or along a box's
             tilt, _, along = self._axis_tilt(c, cylinder, q, poses, side)
             frames += [tilt, along] if other == geoms.BOX else [tilt]
@@ -658,7 +677,8 @@ class _Constraints:
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
         self.base = np.ascontiguousarray(q, dtype=np.float64)
         dofs = np.concatenate([np.repeat(moving, len(offsets)), np.repeat(still, 2)])
-        size = np.concatenate([np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)])
+        size = np.concatenate([(offsets + np.zeros((moving.size, 1))).ravel(),     # np.tile's result, without its cost
+                               (np.array([-2 * ROW_STEP, 2 * ROW_STEP]) + np.zeros((still.size, 1))).ravel()])
         steps = np.zeros((dofs.size, model.nv))
         steps[np.arange(dofs.size), dofs] = size
         return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
@@ -887,6 +907,8 @@ class _Constraints:
         force(J a_c - aref) of the rows built at another (q, qd), each row's force in the state it holds at the optimum
         (held_forces), the rows in self.analytic zero."""
         J, aref, D = self._row_arrays(Q, QD, dofs, checked)
+        if not len(J):                                 # the checked states alone: no rows built
+            return J, np.zeros((0, self.r.nefc))
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
         force[:, self.analytic] = force[:, self.anchored] = 0.0      # taken analytically (_analytic_forces)
         return J, force
@@ -929,13 +951,14 @@ class _Constraints:
         if self.discrete is not None or differenced[:r.ne].any() or (r.type == constraint.FRICTION_TENDON).any() \
                 or (model.opt.limit and model.tendon_limited.any()):
             return ~moving
-        limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
-        x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
-        dist = np.minimum(x - model.jnt_range[limited, 0], model.jnt_range[limited, 1] - x)
-        near = (np.abs(dist - model.jnt_margin[limited]) < 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
-        at_limit = np.concatenate([r.id[(r.type == constraint.LIMIT_JOINT) & differenced], limited[near]])
+        at_limit = r.id[(r.type == constraint.LIMIT_JOINT) & differenced]
+        if model.opt.limit:
+            limited, adr, low, high, margin, ball = _limited_joints(model)
+            x = q[adr]                                 # a hinge's or slide's coordinate (a ball's is its quaternion's w)
+            near = (np.abs(np.minimum(x - low, high - x) - margin) < 4 * ROW_STEP) | ball
+            at_limit = np.concatenate([at_limit, limited[near]])
         moving |= _joint_dofs(model)[at_limit].any(axis=0)
-        held = np.append(differenced, True)[r.contact_row]      # its rows differenced, or none (row -1: the True)
+        held = np.concatenate([differenced, [True]])[r.contact_row]   # its rows differenced, or none (row -1: the True)
         bodies = r.contact_body[held]
         links = model.body_linkid[bodies[bodies >= 0]]
         links = links[links >= 0]                       # the chain of each link's last dof
@@ -943,27 +966,30 @@ class _Constraints:
 
     # ------------------------------------------------ the rows' analytic q-derivatives
 
-    def _plane_contact(self, c: int, xmat: np.ndarray) -> bool:
-        """Whether contact c is a plane on a body no dof moves (geom 1) against a sphere, a capsule or a box (geom 2 on
-        a body), of dim 1 or 3 on the pyramidal cone, with R far above its floor MINVAL: _plane_contacts' kind; not a
-        capsule standing on its end (its axis within 1e-6 of the normal: its frame's choice switches there). xmat
-        (nbody, 3, 3): the bodies' orientations."""
+    def _analytic_plane_indices(self, xmat: np.ndarray) -> list:
+        """The contacts (their indices) that are a plane on a body no dof moves (geom 1) against a sphere, a capsule or a
+        box (geom 2 on a body), of dim 1 or 3 on the pyramidal cone, with R far above its floor MINVAL: _plane_contacts'
+        kind; not a capsule standing on its end (its axis within 1e-6 of the normal: its frame's choice switches
+        there). xmat (nbody, 3, 3): the bodies' orientations."""
         model, r, contacts = self.model, self.r, self.contacts[0]
-        G, first = model.geoms, r.contact_row[c]
-        g1, g2 = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
-        if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
-                and r.contact_dim[c] in (1, 3) and r.R[first] > R_FLOOR and min(g1, g2) >= 0
-                and G.geom_type[g1] == geoms.PLANE and r.contact_body[c, 1] >= 0
-                and G.geom_type[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX)
-                and not dof_chain(model, r.contact_body[c, 0]).any()):
-            return False
-        if G.geom_type[g2] != geoms.CAPSULE:
-            return True
-        axis = _geom_axis(model, xmat[r.contact_body[c, 1]], g2)
-        return bool(1 - (contacts.frame[c, 0] @ axis) ** 2 >= 1e-12)
+        if contacts.geom is None:
+            return []
+        kind, link = model.geoms.geom_type.tolist(), model.body_linkid.tolist()
+        cone = (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
+        out = []
+        for c, ((g1, g2), first, dim, (b1, b2)) in enumerate(zip(contacts.geom.tolist(), r.contact_row.tolist(),
+                                                                r.contact_dim.tolist(), r.contact_body.tolist())):
+            if not (first >= 0 and dim in (1, 3) and min(g1, g2) >= 0 and kind[g1] == geoms.PLANE and b2 >= 0
+                    and kind[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX) and (b1 < 0 or link[b1] < 0)
+                    and r.type[first] in cone and r.R[first] > R_FLOOR):
+                continue                               # b1 welded to the world: no dof moves it (dof_chain)
+            if kind[g2] == geoms.CAPSULE and 1 - (contacts.frame[c, 0] @ _geom_axis(model, xmat[b2], g2)) ** 2 < 1e-12:
+                continue
+            out.append(c)
+        return out
 
     def _plane_contacts(self, q: np.ndarray, cs: list, poses: tuple) -> tuple:
-        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)) of the plane contacts cs (_plane_contact), d J[row, j]/dq_k at
+        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)) of the plane contacts cs (_analytic_plane_indices), d J[row, j]/dq_k at
         [., j, k]. A contact's rows are J = E Jp(b, p) (E: the normal, n +- mu t on the pyramid's edges; Jp, W the
         translational and angular Jacobians of its body b, Jp at the contact p). The primitive's point fixed in b,
         x = p + n (radius + dist / 2) (the sphere's centre, the capsule's end, the box's corner; radius 0 for a box),
@@ -975,7 +1001,7 @@ class _Constraints:
         so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
         capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
         with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1 (a capsule standing on its end,
-        |y| < 1e-6, is left to the differences: _plane_contact). poses: the bodies' (xpos, xmat) at q. Mirrored, the
+        |y| < 1e-6, is left to the differences: _analytic_plane_indices). poses: the bodies' (xpos, xmat) at q. Mirrored, the
         bodies' Jacobians taken from the step's own kinematics, by cpp/step_derivative.h's plane_contacts (the compiled
         step: _plane_arrays' arrays handed to it)."""
         model = self.model
@@ -990,19 +1016,21 @@ class _Constraints:
 
     def _plane_arrays(self, cs: list, poses: tuple) -> tuple:
         """(rows (m,), bodies (nc,), (origin, frame, pos, dist, friction, radius, dim, axis)) of the plane contacts cs
-        (_plane_contact): their rows, each one's body and plane_contact_rows' arrays but the bodies' Jacobians and turns
+        (_analytic_plane_indices): their rows, each one's body and plane_contact_rows' arrays but the bodies' Jacobians and turns
         (origin: the body's xpos at q; radius 0 for a box; axis a capsule's of dim 3, else zero). poses: the bodies'
         (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
         xpos, xmat = poses
+        cs = np.asarray(cs, np.intp)
         bodies, g2 = r.contact_body[cs, 1], contacts.geom[cs, 1]
-        radius = np.where(G.geom_type[g2] == geoms.BOX, 0.0, G.geom_size[g2, 0])
+        kind = G.geom_type[g2]
+        radius = np.where(kind == geoms.BOX, 0.0, G.geom_size[g2, 0])
         dim = r.contact_dim[cs].astype(np.int64)
         axis = np.zeros((len(cs), 3))
-        for i in np.flatnonzero((G.geom_type[g2] == geoms.CAPSULE) & (dim > 1)).tolist():
+        for i in np.flatnonzero((kind == geoms.CAPSULE) & (dim > 1)).tolist():
             axis[i] = _geom_axis(model, xmat[bodies[i]], g2[i])
-        rows = np.concatenate([np.arange(r.contact_row[c], r.contact_row[c] + (1 if d == 1 else 2 * (d - 1)))
-                               for c, d in zip(cs, dim.tolist())]).astype(np.intp)
+        count = np.where(dim == 1, 1, 2 * (dim - 1))   # each contact's rows: its first row on
+        rows = (np.repeat(r.contact_row[cs] - np.cumsum(count) + count, count) + np.arange(count.sum())).astype(np.intp)
         return rows, bodies, (xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs],
                               contacts.friction[cs], radius, dim, axis)
 
@@ -1024,12 +1052,13 @@ class _Constraints:
         parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
         if not ANALYTIC_ROWS or self.discrete is not None:
             return (*parts[0], None)
-        limits = [i for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist()
-                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > R_FLOOR]
-        if limits:
-            parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
+        limits = np.flatnonzero(r.type == constraint.LIMIT_JOINT)
+        kind = model.jnt_type[r.id[limits]]
+        limits = limits[((kind == joints.HINGE) | (kind == joints.SLIDE)) & (r.R[limits] > R_FLOOR)].astype(np.intp)
+        if limits.size:
+            parts.append((limits, np.zeros((len(limits), nv, nv)), r.J[limits]))
         parts.append(self._joint_equality_rows(q))
-        planes = [c for c in range(len(r.contact_row)) if self._plane_contact(c, poses[1])]
+        planes = self._analytic_plane_indices(poses[1]) if poses is not None else []
         deferred = None
         if planes and self.step_planes and COMPILED_PIECES:     # their rows alone; the compiled step makes dJ, dpos
             rows, bodies, arrays = self._plane_arrays(planes, poses)
@@ -1088,18 +1117,22 @@ class _Constraints:
         r, contacts, G = self.r, self.contacts, self.model.geoms
         if contacts is None or contacts[0].geom is None:
             return []
-        return [(c, g1, g2) for c, (g1, g2) in enumerate(contacts[0].geom.tolist())
-                if r.contact_row[c] >= 0 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE
-                and G.geom_type[g2] == kind and (kind != geoms.CAPSULE or r.contact_dim[c] > 1)]
+        types = G.geom_type.tolist()
+        return [(c, g1, g2) for c, ((g1, g2), first, dim) in enumerate(zip(contacts[0].geom.tolist(),
+                                                                         r.contact_row.tolist(), r.contact_dim.tolist()))
+                if first >= 0 and min(g1, g2) >= 0 and types[g1] == geoms.PLANE and types[g2] == kind
+                and (kind != geoms.CAPSULE or dim > 1)]
 
-    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1) -> tuple:
+    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1, rate: bool = True) -> tuple:
         """(|y|, rate, |n . a|): y = a - n (n . a) of contact c's geom g2's axis a (g2 on the contact's body `side`, 0
         or 1) and normal n (|y| the sine of a from n) and max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies'
-        angular Jacobians), the rate of y as a nears n (and of n . a)."""
+        angular Jacobians), the rate of y as a nears n (and of n . a); rate False: None for it (no Jacobians)."""
         model, bodies = self.model, self.r.contact_body[c].tolist()
         n, b = self.contacts[0].frame[c, 0], bodies[side]
         axis = _geom_axis(model, poses[1][b] if b >= 0 else np.eye(3), g2)
         y = axis - n * (n @ axis)
+        if not rate:
+            return float(np.sqrt(y @ y)), None, abs(float(n @ axis))
         W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in bodies]
         rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
         return float(np.sqrt(y @ y)), rate, abs(float(n @ axis))
@@ -1110,9 +1143,11 @@ class _Constraints:
         primitives.plane_capsule, make_frame; (1, 0, 0) at y = 0) turns by |dy| / |y|: near y = 0 the frame jumps, and
         the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (_axis_tilt; W1, W2: the
         plane's and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows'
-        q-derivatives are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos,
+        q-derivatives are taken (an upright capsule's are differenced: _analytic_plane_indices). poses: the bodies' (xpos,
         xmat) at q (None without contacts)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
+            if self._axis_tilt(c, g2, q, poses, rate=False)[0] >= 4 * ROW_STEP:   # rate <= 2: |W_k| <= 1 a body
+                continue
             tilt, rate, _ = self._axis_tilt(c, g2, q, poses)
             if tilt < 2 * ROW_STEP * rate:
                 raise InvalidStateError(
@@ -1147,10 +1182,10 @@ class _Constraints:
         r, contacts, G = self.r, self.contacts, self.model.geoms
         if contacts is None or contacts[0].geom is None:
             return []
-        out = []
-        for c, pair in enumerate(contacts[0].geom.tolist()):
-            kinds = [G.geom_type[g] if g >= 0 else -1 for g in pair]
-            if r.contact_row[c] >= 0 and sorted(kinds) in ([geoms.CYLINDER, geoms.BOX], [geoms.CYLINDER, geoms.MESH]):
+        out, types = [], G.geom_type.tolist()
+        for c, (pair, first) in enumerate(zip(contacts[0].geom.tolist(), r.contact_row.tolist())):
+            kinds = [types[g] if g >= 0 else -1 for g in pair]
+            if first >= 0 and sorted(kinds) in ([geoms.CYLINDER, geoms.BOX], [geoms.CYLINDER, geoms.MESH]):
                 side = kinds.index(geoms.CYLINDER)
                 out.append((c, pair[side], side, kinds[1 - side]))
         return out
@@ -2040,9 +2075,21 @@ def check_actuators(model: Model) -> None:
                                     "contacts); simulate, step and rollout run it")
 
 
+@per_model
+def _checked(model: Model) -> bool:
+    """Whether check_tendons and check_actuators pass on the model (made once per model)."""
+    try:
+        check_tendons(model)
+        check_actuators(model)
+    except UnsupportedModelError:
+        return False
+    return True
+
+
+@per_model
 def numpy_only(model: Model) -> str:
     """What of the model the compiled step_derivatives (cpp/step_derivative.h) does not model, by name ("" when it
-    models everything): the NumPy text then runs."""
+    models everything): the NumPy text then runs. Made once per model."""
     acts = model.actuators
     reasons = {"activations": acts is not None and acts.na > 0, "tendon forces": model.has_tendon_forces,
                "gravity compensation or fluid forces": passive.has_body_forces(model),
@@ -2372,21 +2419,27 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
-    check_tendons(model)
-    check_actuators(model)
+    if not _checked(model):                           # names what is refused
+        check_tendons(model)
+        check_actuators(model)
     constraints = validation.flag("constraints", constraints)
     if validation.flag("margins", margins) and not constraints:
         raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
     na = 0 if model.actuators is None else model.actuators.na
     explicit = integrator == "discrete" and forward.explicit_couplings(model) and \
         forward.metric_couplings(model, model.actuators)               # PGS's explicit servo terms: the NumPy text's
-    compiled = native.on and not numpy_only(model) and not constraints and not explicit   # the kernel declines, NumPy runs
-    constrained = native.on and constraints and COMPILED_STEP and not numpy_only(model) and \
+    kernel = native.on and not numpy_only(model)
+    compiled = kernel and not constraints and not explicit   # the kernel declines, NumPy runs
+    constrained = kernel and constraints and COMPILED_STEP and \
         integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
             return fast
+    if constrained and act is None:
+        fast = _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins)
+        if fast is not None:
+            return (*fast[0], fast[1]) if margins else fast[0]
     name, h = integrator, integ.check_timestep(dt)
     euler_damping = validation.flag("euler_damping", euler_damping)
     actuators, ctrl = integ.check_actuators(model, None, ctrl)
@@ -2461,6 +2514,22 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
                                               None if inputs.actuators is None else ctrl[None],
                                               None if qfrc_applied is None else qfrc_applied[None], terms)
     return None if status[0] else ((A[0], B[0]), s.constraints.margins)
+
+
+def _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins):
+    """_compiled_constrained of one state when every argument is plainly well formed (finite float64 C-contiguous arrays
+    of the model's sizes, a float timestep), without the full path's checks and copies: ((A, B), margins); None
+    otherwise, or where the kernel declines the state (the full path then checks, names what is wrong, or redoes it)."""
+    acts = model.actuators
+    nu = 0 if acts is None else acts.nu
+    plain = [(q, model.nq), (qd, model.nv)] + [(x, size) for x, size in ((ctrl, nu), (qfrc_applied, model.nv))
+                                              if x is not None]
+    if not (type(dt) is float and 0.0 < dt < np.inf and type(euler_damping) is bool and (acts is not None or ctrl is None)
+            and all(type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (size,) and size > 0
+                    and x.flags.c_contiguous and np.isfinite(x).all() for x, size in plain)):
+        return None
+    ctrl = np.zeros(nu) if acts is not None and ctrl is None else ctrl
+    return _compiled_constrained(model, integrator, dt, euler_damping, q, qd, ctrl, qfrc_applied, margins)
 
 
 def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping):

@@ -269,6 +269,8 @@ def activation_rate(actuators: Actuators, u: np.ndarray, act: np.ndarray) -> np.
     """act_dot (na,) [1/s] of the stateful actuators (their activations act (na,), clamped controls u (nu,)):
     integrator u; filter and filterexact (u - act) / tau; muscle mju_muscleDynamics."""
     s = actuators.stateful
+    if not s.any():                                    # none stateful: no rate (its empty arrays' work skipped)
+        return np.zeros(0)
     dyn, prm, us = actuators.dyntype[s], actuators.dynprm[s], u[s]
     tau = np.maximum(MINVAL, prm[:, 0])
     rate = np.where(dyn == DYN_INTEGRATOR, us, (us - act) / tau)

@@ -34,7 +34,7 @@ from physai.engine import model_checks, native, smooth, tendon
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.primitives import mat_times_mj
-from physai.engine.model import CONNECT, TENDON, WELD, Model
+from physai.engine.model import CONNECT, TENDON, WELD, Model, per_model
 from physai.engine.model_checks import MAXIMP, MINIMP, MINVAL
 from physai.engine.smooth import body_poses, quat_to_mat_mj
 from physai.engine.support import dof_chain, point_jacobians
@@ -476,6 +476,13 @@ def impedance(solimp: np.ndarray, pos: float, margin: float) -> tuple[float, flo
     return d0 + y * (dwidth - d0), yP * sign * (dwidth - d0) / width
 
 
+@per_model
+def _power_one(model: Model) -> bool:
+    """Whether some joint's, dof's, equality's or tendon's solimp has power 1 (at most 1: the power is at least 1)."""
+    sources = [model.jnt_solimp, model.dof_solimp, model.eq_solimp, model.tendon_solimp_lim, model.tendon_solimp_fri]
+    return any(bool((np.reshape(x, (-1, 5))[:, 4] <= 1).any()) for x in sources)
+
+
 def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple[np.ndarray, np.ndarray]:
     """(first (k,), gap (k,)): the first row of each constraint whose impedance has a kink away from its switch, and
     gap [m | rad] its distance to the nearest one. Only solimp's power 1 has them: its ramp y = x, x = |pos - margin| /
@@ -485,9 +492,7 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
     (slope p on both sides) and at 0 (x^p); dmin == dmax (or width <= MINVAL) has none, nor a friction loss row (pos 0
     at every q)."""
     first, gap = [], []
-    sources = [model.jnt_solimp, model.dof_solimp, model.eq_solimp, model.tendon_solimp_lim, model.tendon_solimp_fri,
-               np.zeros((0, 5)) if contacts is None else contacts.solimp]
-    if not any((np.reshape(x, (-1, 5))[:, 4] <= 1).any() for x in sources):     # no power 1 (the power is at least 1)
+    if not _power_one(model) and (contacts is None or not (contacts.solimp[:, 4] <= 1).any()):   # no power 1 (>= 1)
         return np.zeros(0, np.intp), np.zeros(0)
     i = 0
     while i < r.nefc:
