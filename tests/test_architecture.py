@@ -188,17 +188,25 @@ def test_one_module_outside_the_engine_reads_the_collision_driver():
     assert readers == ["physai.collision"], f"outside the engine, only physai.collision may import the driver: {readers}"
 
 
+def _called_name(f: ast.expr) -> str | None:
+    """The name a call calls: Data for Data(...) and engine.Data(...)."""
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+
 def workspace_owners(source: str) -> list[str]:
     """Classes that keep an engine workspace (self.x = Data(...) or engine.Data(...)): a forward pipeline of their own,
     which belongs in the engine (physai.engine.forward.DynamicsEvaluator)."""
     bad = []
     for cls in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef)):
         for node in ast.walk(cls):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
-                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-                    for t in node.targets):
-                f = node.value.func
-                if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None) == "Data":
+            if not isinstance(node, ast.Assign):
+                continue
+            pairs = [(t, node.value) for t in node.targets]          # a, b = x, y: each target with its value
+            pairs += [p for t in node.targets if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                      for p in zip(t.elts, node.value.elts)]
+            for target, value in pairs:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
+                        and isinstance(value, ast.Call) and _called_name(value.func) == "Data":
                     bad.append(f"{cls.name} (line {node.lineno})")
     return bad
 

@@ -439,7 +439,7 @@ class _Constraints:
     each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
-        self.model, self.d = model, None              # d: the NumPy rows' workspace (rows()), made on first use
+        self.model = model
         self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
         self.measure = False                           # whether solve() measures the margins (step_derivatives' margins)
         self.step_planes = False                       # whether the compiled step takes the plane contacts' rows (terms)
@@ -458,13 +458,11 @@ class _Constraints:
             contacts = collision.detect(model, Q)
         if self.discrete is None and native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
-        if self.d is None:                             # the NumPy workspace, made on first use
-            self.d = engine.Data(model)
-        out = []
+        out, d = [], engine.Data(model)                # the NumPy rows' workspace, for this call's states
         for k, (q, qd) in enumerate(zip(Q, QD)):
             end = {} if self.discrete is None else dict(discrete_h=self.discrete[0], step_diagonal=self.discrete[1](q, qd))
-            velocity_stages(model, self.d, q[:, None], qd[:, None])
-            out.append(constraint.rows(model, self.d, q, qd, None if contacts is None else contacts[k], **end))
+            velocity_stages(model, d, q[:, None], qd[:, None])
+            out.append(constraint.rows(model, d, q, qd, None if contacts is None else contacts[k], **end))
         return out
 
     def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, tau: np.ndarray | None = None):
