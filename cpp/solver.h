@@ -2007,16 +2007,17 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
         if (!gather) {
             island_rows(m, all, island, w.r, false);
             std::fill(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), 0.0), std::fill(warm.begin(), warm.end(), 0.0);
+            if (w.coupled) std::fill(w.qacc_smooth.begin(), w.qacc_smooth.end(), 0.0);
         }
         double trace = 0.0;
         for (size_t a = 0; a < island.dofs.size(); a++) {
             size_t k = size_t(island.dofs[a]), at = gather ? a : k;
             w.qfrc_smooth[at] = qfrc[k], warm[at] = started ? start[k] : 0.0;
-            if (gather) w.qacc_smooth[a] = qacc[k];                    // the island's a0: every dof's entries (its
+            if (gather || w.coupled) w.qacc_smooth[at] = qacc[k];      // the island's a0: every dof's entries (its
             trace += inertia ? inertia[k] : Mt[size_t(m.M_rowadr[k] + m.M_rownnz[k] - 1)];   // trees' own solve)
         }
-        Solution one;
-        w.a0_given = gather, w.start_of = evaluated ? &island : nullptr;
+        Solution one;                                                  // in M^: one capped a0 solve a step, as MuJoCo's
+        w.a0_given = gather || w.coupled, w.start_of = evaluated ? &island : nullptr;
         status = run_solver(mi, w, nullptr, started ? warm.data() : nullptr, tolerance, iterations, one, 1.0 / trace, true);
         w.a0_given = false, w.start_of = nullptr;
         if (status != OK) break;

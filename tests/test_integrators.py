@@ -1677,6 +1677,33 @@ def test_discrete_newton_with_rows_warns_at_the_smooth_solves_cap(backend):
     assert np.abs(out.q[-1] - d.qpos).max() < 1e-12 and np.abs(out.qd[-1] - d.qvel).max() < 1e-12
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("solver_name", ["cg", "newton"])
+def test_discrete_smooth_solve_with_islands_warns_once_a_step_as_mujoco_counts(solver_name, backend):
+    """NEWTON_SCENE's boxes lowered into the floor (rows every step, one island of the boxes' 12 dofs beside the hinge)
+    at opt.iterations 1: MuJoCo solves a0 in the coupled metric once a step (mjWARN_INERTIA counted 5 times in 5 steps)
+    and the islands take their part of it; physai's NumPy text solved it again per island (before: 10 warnings), and
+    the compiled step's second solve overwrote the residual it names (before: 0.000127, the island's; now 0.000126,
+    every dof's, as NumPy's: printed digits, not asserted). Now one ConvergenceWarning a step on NumPy, the compiled
+    call's one, and both follow mj_step (1e-12)."""
+    xml = NEWTON_SCENE.replace('pos="0 0 .12"', 'pos="0 0 .099"').replace('pos=".5 0 .12"', 'pos=".5 0 .099"')
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.iterations, m.opt.solver = 1, mujoco.mjtSolver.mjSOL_CG if solver_name == "cg" else mujoco.mjtSolver.mjSOL_NEWTON
+    d = mujoco.MjData(m)
+    qd0 = np.random.default_rng(1).uniform(-.5, .5, m.nv)
+    d.qvel[:], d.ctrl[:] = qd0, 0.3
+    for _ in range(5):
+        mujoco.mj_step(m, d)
+        assert d.nefc and d.nisland == 1                                          # one island, the hinge apart
+    counted = d.warning[mujoco.mjtWarning.mjWARN_INERTIA].number
+    assert counted == 5
+    model = engine.from_mujoco(m)
+    out, said = _convergence_warnings(run, backend, integ.simulate, model, m.qpos0, qd0, m.opt.timestep, 5, "discrete",
+                                      np.full(m.nu, 0.3), energy=False)
+    assert np.abs(out.q[-1] - d.qpos).max() < 1e-12 and np.abs(out.qd[-1] - d.qvel).max() < 1e-12
+    assert len(said) == (counted if backend == "numpy" else 1), said
+
+
 def _convergence_warnings(f, *args, **kwargs):
     """(f(*args, **kwargs), the messages of the ConvergenceWarnings it gave)."""
     with warnings.catch_warnings(record=True) as caught:

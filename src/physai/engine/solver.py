@@ -403,7 +403,7 @@ def _primal_step(r: Rows, qfrc_smooth, qacc, Ma, Jaref, alpha: float, v, Mv, Jv)
 
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
           tolerance: float | None = None, iterations: int | None = None, scale: float | None = None,
-          chosen: bool = False, backbone: np.ndarray | None = None) -> Solution:
+          chosen: bool = False, backbone: np.ndarray | None = None, a0: np.ndarray | None = None) -> Solution:
     """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
     Newton's method (Hessian M + J^T D J, MuJoCo's line search: at most opt.ls_iterations evaluations of the cost, to
     |d cost / d alpha| < tolerance ls_tolerance |v| / scale), from the warm start when its cost is lower than a0's.
@@ -413,12 +413,14 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     (1 / trace(M)), or when the line search improves nothing (alpha = 0); after `iterations` it stops anyway. converged is
     False when it stopped by the iteration limit, or by a line search that ran out of evaluations without improving.
     backbone: the discrete step's factored metric when M has tendon or actuator terms (forward.cg_backbone): a0 then by
-    metric_pcg to the tolerance, as MuJoCo 4's (which counts mjWARN_INERTIA at its cap, as solve_cg's), the Hessian M's."""
+    metric_pcg to the tolerance, as MuJoCo 4's (which counts mjWARN_INERTIA at its cap, as solve_cg's), the Hessian M's;
+    a0: that solve's result when already made (an island's part of every dof's, _solve_islands: one solve a step)."""
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     scale = tolerance_scale(M) if scale is None else scale
-    a0 = None if backbone is None else smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
+    if a0 is None and backbone is not None:
+        a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
     qacc, Jaref, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
@@ -465,7 +467,7 @@ def _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) -> float:
 
 def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
              tolerance: float | None = None, iterations: int | None = None, scale: float | None = None,
-             chosen: bool = False, backbone: np.ndarray | None = None) -> Solution:
+             chosen: bool = False, backbone: np.ndarray | None = None, a0: np.ndarray | None = None) -> Solution:
     """The constrained accelerations of solve by MuJoCo's conjugate gradients (mj_solCG): the same primal cost, start
     and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1 grad is
     below the tolerance at the start, then when the scaled improvement or gradient is, scale = tolerance_scale(M)
@@ -473,14 +475,16 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
 
     backbone: the discrete step's factored metric (forward.factored_metric) when M has tendon or actuator terms that
     MuJoCo 4 applies matrix-free: a0 then by metric_pcg, the preconditioner M^-1 becomes backbone^-1 (products,
-    gradient, line search and beta stay in M), and the start test needs the scaled gradient below the tolerance too."""
+    gradient, line search and beta stay in M), and the start test needs the scaled gradient below the tolerance too.
+    a0: M^-1 qfrc_smooth when already made (an island's part of every dof's, _solve_islands: one solve a step)."""
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     scale = tolerance_scale(M) if scale is None else scale
     P = M if backbone is None else backbone                               # the preconditioner's metric
     M_solve = lambda x: metric_solve(model, P, x)                                     # noqa: E731
-    a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
+    if a0 is None:
+        a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
     qacc, Jaref, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
     grad = Ma - qfrc_smooth - r.J.T @ force
     Mgrad = M_solve(grad)
@@ -871,17 +875,18 @@ def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, wa
 
 def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance, iterations,
                 scale: float | None, chosen: bool, noslip_metric: np.ndarray | None = None,
-                backbone: np.ndarray | None = None) -> Solution:
+                backbone: np.ndarray | None = None, a0: np.ndarray | None = None) -> Solution:
     """The solver model.opt.solver names on the rows r with the tolerance scale (None: tolerance_scale(M)) and a start
-    already chosen or not, then noslip when opt.noslip_iterations > 0; without rows no solver runs."""
+    already chosen or not, then noslip when opt.noslip_iterations > 0; without rows no solver runs. a0: Newton's and
+    CG's M^-1 qfrc_smooth when already made (an island's)."""
     if r.nefc == 0:
         return _solve_without_rows(model, M, qfrc_smooth, backbone, tolerance, iterations)
     if model.opt.solver == "cg":
-        solution = solve_cg(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen, backbone)
+        solution = solve_cg(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen, backbone, a0)
     elif model.opt.solver == "pgs":
         solution = solve_pgs(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
     else:
-        solution = solve(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen, backbone)
+        solution = solve(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen, backbone, a0)
     if model.opt.noslip_iterations > 0:
         return noslip(model, r, M, qfrc_smooth, solution, scale, noslip_metric)
     return solution
@@ -936,8 +941,10 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
     qfrc_smooth and start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island),
     iteration count and stopping test, then its own noslip; dofs in no island keep a0. The Solution's iterations and
     improvement are the largest over the islands (MuJoCo reports them per island), converged whether every island
-    converged."""
+    converged. With a backbone a0 (metric_pcg, which warns at its cap) is solved once on every dof and each island takes
+    its part, as MuJoCo's islands take qacc_smooth's (one mjWARN_INERTIA a step, not one more per island)."""
     qacc = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
+    a0 = qacc.copy()
     start = _island_start(model, r, M, qfrc_smooth, warmstart, qacc if backbone is not None else None)
     force, state = np.zeros(r.nefc), np.zeros(r.nefc, dtype=int)
     iterations_, improvement, converged = 0, 0.0, True
@@ -947,7 +954,7 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
         scale = 1.0 / float(np.sum(np.diag(M if inertia is None else inertia)[part.dofs]))
         warm = None if start is None else start * mask
         sol = _run_solver(model, rows, M, qfrc_smooth * mask, warm, tolerance, iterations, scale, True, noslip_metric,
-                          backbone)
+                          backbone, None if backbone is None else a0 * mask)
         qacc[part.dofs], force[part.rows], state[part.rows] = sol.qacc[part.dofs], sol.efc_force, sol.state
         iterations_, improvement = max(iterations_, sol.iterations), max(improvement, sol.improvement)
         converged = converged and sol.converged
