@@ -522,7 +522,7 @@ class _Constraints:
         frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
         axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
         poses = body_poses(model, q) if axes or self._cylinders_on_faces() else None
-        frames += [self._axis_tilt(c, g2, q, poses, rate=False)[0] for c, _, g2 in axes]
+        frames += [self._axis_sine(c, g2, poses)[2] for c, _, g2 in axes]
         for c, cylinder, side, other in self._cylinders_on_faces():   # flat on a box's or mesh's face, or along a box's
             tilt, _, along = self._axis_tilt(c, cylinder, q, poses, side)
             frames += [tilt, along] if other == geoms.BOX else [tilt]
@@ -1121,19 +1121,23 @@ class _Constraints:
                 if first >= 0 and min(g1, g2) >= 0 and types[g1] == geoms.PLANE and types[g2] == kind
                 and (kind != geoms.CAPSULE or dim > 1)]
 
-    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1, rate: bool = True) -> tuple:
-        """(|y|, rate, |n . a|): y = a - n (n . a) of contact c's geom g2's axis a (g2 on the contact's body `side`, 0
-        or 1) and normal n (|y| the sine of a from n) and max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies'
-        angular Jacobians), the rate of y as a nears n (and of n . a); rate False: None for it (no Jacobians)."""
-        model, bodies = self.model, self.r.contact_body[c].tolist()
-        n, b = self.contacts[0].frame[c, 0], bodies[side]
-        axis = _geom_axis(model, poses[1][b] if b >= 0 else np.eye(3), g2)
+    def _axis_sine(self, c: int, g2: int, poses: tuple, side: int = 1) -> tuple:
+        """(axis a, normal n, |y|): y = a - n (n . a) of contact c's geom g2's axis a (g2 on the contact's body `side`,
+        0 or 1) and normal n; |y| is the sine of a from n."""
+        b = self.r.contact_body[c, side]
+        n = self.contacts[0].frame[c, 0]
+        axis = _geom_axis(self.model, poses[1][b] if b >= 0 else np.eye(3), g2)
         y = axis - n * (n @ axis)
-        if not rate:
-            return float(np.sqrt(y @ y)), None, abs(float(n @ axis))
+        return axis, n, float(np.sqrt(y @ y))
+
+    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1) -> tuple:
+        """(|y|, rate, |n . a|): _axis_sine's |y| and max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies' angular
+        Jacobians), the rate of y as a nears n (and of n . a)."""
+        model, bodies = self.model, self.r.contact_body[c].tolist()
+        axis, n, sine = self._axis_sine(c, g2, poses, side)
         W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in bodies]
         rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
-        return float(np.sqrt(y @ y)), rate, abs(float(n @ axis))
+        return sine, rate, abs(float(n @ axis))
 
     def _refuse_upright_capsules(self, q: np.ndarray, poses: tuple | None):
         """InvalidStateError where a capsule's contact with a plane (dim > 1) would stand on its end within 2 ROW_STEP
@@ -1144,7 +1148,7 @@ class _Constraints:
         q-derivatives are taken (an upright capsule's are differenced: _analytic_plane_indices). poses: the bodies' (xpos,
         xmat) at q (None without contacts)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
-            if self._axis_tilt(c, g2, q, poses, rate=False)[0] >= 4 * ROW_STEP:   # rate <= 2: |W_k| <= 1 a body
+            if self._axis_sine(c, g2, poses)[2] >= 4 * ROW_STEP:   # rate <= 2: |W_k| <= 1 a body
                 continue
             tilt, rate, _ = self._axis_tilt(c, g2, q, poses)
             if tilt < 2 * ROW_STEP * rate:
