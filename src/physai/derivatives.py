@@ -2518,10 +2518,10 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     return None if status[0] else ((A[0], B[0]), s.constraints.margins)
 
 
-def _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins):
-    """_compiled_constrained of one state when every argument is plainly well formed (finite float64 C-contiguous arrays
-    of the model's sizes, a float timestep), without the full path's checks and copies: ((A, B), margins); None
-    otherwise, or where the kernel declines the state (the full path then checks, names what is wrong, or redoes it)."""
+def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping):
+    """(ctrl, qfrc_applied) of one state whose every argument is plainly well formed (finite float64 C-contiguous arrays
+    of the model's sizes, a float timestep, a bool euler_damping), ctrl zeros where the model's actuators are given none;
+    None otherwise (the full path then checks and names what is wrong)."""
     acts = model.actuators
     nu = 0 if acts is None else acts.nu
     plain = [(q, model.nq), (qd, model.nv)] + [(x, size) for x, size in ((ctrl, nu), (qfrc_applied, model.nv))
@@ -2530,33 +2530,27 @@ def _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, eul
             and all(type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (size,) and size > 0
                     and x.flags.c_contiguous and np.isfinite(x).all() for x, size in plain)):
         return None
-    ctrl = np.zeros(nu) if acts is not None and ctrl is None else ctrl
-    return _compiled_constrained(model, integrator, dt, euler_damping, q, qd, ctrl, qfrc_applied, margins)
+    return (np.zeros(nu) if acts is not None and ctrl is None else ctrl), qfrc_applied
+
+
+def _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins):
+    """_compiled_constrained of one _plain_state, without the full path's checks and copies: ((A, B), margins); None
+    when it is not plain, or where the kernel declines the state (the full path then checks, names what is wrong, or
+    redoes it)."""
+    plain = _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping)
+    return None if plain is None else _compiled_constrained(model, integrator, dt, euler_damping, q, qd, *plain, margins)
 
 
 def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping):
-    """step_derivatives of one state in one compiled call, when every argument is plainly well formed (float64 arrays of
-    the model's sizes, a float timestep, an integrator by its name): (A, B); None otherwise, or when the state fails (the
-    full path then checks, names what is wrong, or redoes the state on the NumPy text). The kernel checks q and qd."""
-    act = model.actuators
-    nu = 0 if act is None else act.nu
-    if not (type(q) is np.ndarray and type(qd) is np.ndarray and q.dtype == np.float64 and qd.dtype == np.float64
-            and q.shape == (model.nq,) and qd.shape == (model.nv,) and integrator in native.INTEGRATOR_CODES
-            and type(dt) is float and 0.0 < dt < np.inf and type(euler_damping) is bool):
+    """step_derivatives of one _plain_state with an integrator by its name in one compiled call: (A, B); None
+    otherwise, or when the state fails (the full path then checks, names what is wrong, or redoes the state on the
+    NumPy text)."""
+    plain = _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping)
+    if plain is None or integrator not in native.INTEGRATOR_CODES:
         return None
-    inputs = []
-    for x, size in ((ctrl, nu), (qfrc_applied, model.nv)):
-        if x is None:
-            inputs.append(None)
-        elif type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (size,) and size > 0:
-            inputs.append(x.reshape(1, size))
-        else:
-            return None
-    if act is None and ctrl is not None:
-        return None
-    if act is not None and inputs[0] is None:
-        inputs[0] = np.zeros((1, nu))
-    A, B, status = _compiled_step_derivatives(model, StepOptions(integrator, dt, euler_damping), act, q, qd, *inputs)
+    inputs = [None if x is None else x[None] for x in plain]
+    A, B, status = _compiled_step_derivatives(model, StepOptions(integrator, dt, euler_damping), model.actuators, q, qd,
+                                              *inputs)
     return None if status[0] else (A[0], B[0])
 
 
