@@ -944,7 +944,7 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
     converged. With a backbone a0 (metric_pcg, which warns at its cap) is solved once on every dof and each island takes
     its part, as MuJoCo's islands take qacc_smooth's (one mjWARN_INERTIA a step, not one more per island)."""
     qacc = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
-    a0 = qacc.copy()
+    a0 = None if backbone is None else qacc.copy()     # metric_pcg's a0, kept for the islands (qacc is overwritten)
     start = _island_start(model, r, M, qfrc_smooth, warmstart, qacc if backbone is not None else None)
     force, state = np.zeros(r.nefc), np.zeros(r.nefc, dtype=int)
     iterations_, improvement, converged = 0, 0.0, True
@@ -954,7 +954,7 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
         scale = 1.0 / float(np.sum(np.diag(M if inertia is None else inertia)[part.dofs]))
         warm = None if start is None else start * mask
         sol = _run_solver(model, rows, M, qfrc_smooth * mask, warm, tolerance, iterations, scale, True, noslip_metric,
-                          backbone, None if backbone is None else a0 * mask)
+                          backbone, None if a0 is None else a0 * mask)
         qacc[part.dofs], force[part.rows], state[part.rows] = sol.qacc[part.dofs], sol.efc_force, sol.state
         iterations_, improvement = max(iterations_, sol.iterations), max(improvement, sol.improvement)
         converged = converged and sol.converged
