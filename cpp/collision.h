@@ -470,7 +470,7 @@ inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool c
                        const uint8_t *subset = nullptr, int64_t dof = -1, const Data<double> *posed = nullptr) {
     w.f.clear(), w.i.clear(), w.cand.clear(), w.near_missing = -1;
     Contacts con;
-    if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
+    if (!collides(m)) return con;
     if (dof < 0) geom_poses(m, w, q, posed);
     else moved_geom_poses(m, w, q, dof);
     for (int64_t k = 0; check_missing && k < m.nmissing && w.near_missing < 0; k++)

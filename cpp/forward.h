@@ -161,7 +161,7 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
     stage(d.xmat, &Data<double>::xmat), stage(d.xpos, &Data<double>::xpos), stage(d.cpos, &Data<double>::cpos);
     stage(d.cipos, &Data<double>::cipos), stage(d.cdof, &Data<double>::cdof), stage(d.cdof_dot, &Data<double>::cdof_dot);
     stage(d.cvel, &Data<double>::cvel), stage(d.ten_length, &Data<double>::ten_length), stage(d.ten_J, &Data<double>::ten_J);
-    const bool posed = m.opt_contact && (m.ncand > 0 || m.nmissing > 0);   // detect's MuJoCo-order body frames, side by side
+    const bool posed = collides(m);                                    // detect's MuJoCo-order body frames, side by side
     if (posed) {
         size_t B = size_t(m.nbody);
         w.d.body_xpos.resize(3 * B), w.d.body_xquat.resize(4 * B), w.d.body_xmat.resize(9 * B);

@@ -180,30 +180,8 @@ inline void rotate_mj(const double *v, const double *q, double *r) {
     r[0] = v[0] + 2 * (y * t[2] - z * t[1]), r[1] = v[1] + 2 * (z * t[0] - x * t[2]), r[2] = v[2] + 2 * (x * t[1] - y * t[0]);
 }
 
-// the rotation by which pose link k's coordinates turn it, with MuJoCo's arithmetic, into local (physai.joints.turn_mj):
-// a ball's quaternion normalized, a hinge's (cos t/2, sin t/2 axis) at t = q - ref (the identity at t = 0); false for a
-// slide, which moves along its axis by q - ref instead
-inline bool turn_mj(const Model &m, const double *q, int64_t k, double *local) {
-    const double *x = q + m.poselink_qposadr[k];
-    if (m.poselink_type[k] == JNT_SLIDE) return false;
-    if (m.poselink_type[k] == JNT_BALL) {
-        for (int a = 0; a < 4; a++) local[a] = x[a];
-        quat_normalize_mj(local);
-        return true;
-    }
-    double angle = x[0] - m.poselink_ref[k];
-    if (angle == 0) {
-        local[0] = 1.0, local[1] = local[2] = local[3] = 0.0;
-    } else {
-        double s = std::sin(angle * 0.5);
-        local[0] = std::cos(angle * 0.5);
-        for (int a = 0; a < 3; a++) local[1 + a] = m.poselink_axis[3 * k + a] * s;
-    }
-    return true;
-}
-
 #if PHYSAI_LANES
-// quat_normalize_mj, quat_to_mat_mj, rotate_mj and turn_mj for lanes (body_poses side by side): the same numbers as
+// quat_normalize_mj, quat_to_mat_mj and rotate_mj for lanes (body_poses side by side): the same numbers as
 // for one state in every lane, their branches as selects (a lane whose |q|^2 over- or underflows: the one state's)
 template <class L> inline void quat_normalize_mj(L *q) {
     L norm2 = (q[0] * q[0] + q[1] * q[1]) + (q[2] * q[2] + q[3] * q[3]), orig[4] = {q[0], q[1], q[2], q[3]};
@@ -234,22 +212,26 @@ template <class V, class L> inline void rotate_mj(const V *v, const L *q, L *r) 
     L u[3] = {v[0] + 2.0 * (y * t[2] - z * t[1]), v[1] + 2.0 * (z * t[0] - x * t[2]), v[2] + 2.0 * (x * t[1] - y * t[0])};
     for (int a = 0; a < 3; a++) r[a] = select(id, splat<L>(0.0) + v[a], u[a]);
 }
-template <class L> inline bool turn_mj(const Model &m, const L *q, int64_t k, L *local) {
-    const L *x = q + m.poselink_qposadr[k];
+#endif
+
+// the rotation by which pose link k's coordinates turn it, with MuJoCo's arithmetic, into local (physai.joints.turn_mj):
+// a ball's quaternion normalized, a hinge's (cos t/2, sin t/2 axis) at t = q - ref (the identity at t = 0); false for a
+// slide, which moves along its axis by q - ref instead (one state or lanes)
+template <class T> inline bool turn_mj(const Model &m, const T *q, int64_t k, T *local) {
+    const T *x = q + m.poselink_qposadr[k];
     if (m.poselink_type[k] == JNT_SLIDE) return false;
     if (m.poselink_type[k] == JNT_BALL) {
         for (int a = 0; a < 4; a++) local[a] = x[a];
         quat_normalize_mj(local);
         return true;
     }
-    L angle = x[0] - m.poselink_ref[k], s, c;
+    T angle = x[0] - m.poselink_ref[k], s{}, c{};
     sincos_libm(angle * 0.5, s, c);
     auto still = angle == 0.0;                                         // the identity at t = 0
-    local[0] = select(still, splat<L>(1.0), c);
-    for (int a = 0; a < 3; a++) local[1 + a] = select(still, splat<L>(0.0), m.poselink_axis[3 * k + a] * s);
+    local[0] = select(still, splat<T>(1.0), c);
+    for (int a = 0; a < 3; a++) local[1 + a] = select(still, splat<T>(0.0), m.poselink_axis[3 * k + a] * s);
     return true;
 }
-#endif
 
 // (xpos (nbody, 3), xquat (nbody, 4), xmat (nbody, 9)) of every body at q (one state or lanes), link by link as
 // mj_kinematics (smooth.body_poses; the links of its joints: Model's poselink_*); moved (nbody flags, or nullptr: all): the bodies
