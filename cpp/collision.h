@@ -464,13 +464,14 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
 // (ncand + nmissing flags: the candidates, then the left-out pairs; nullptr: all): the pairs collided and looked at, the
 // whole detect's contacts of those pairs in its order (the broad phase is the whole one's). dof >= 0 (detect's along):
 // q is the state w's base_poses hold moved along dof, the bodies it does not move posed as there (moved_geom_poses),
-// the subset's candidates tested without the sweep (tested_directly) where w.proper
+// the subset's candidates tested without the sweep (tested_directly) where w.proper; posed: the bodies' frames at q
+// already made (a lane's copy of the lanes' body_poses, Data::body_posed), else body_poses here
 inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool check_missing = true,
-                       const uint8_t *subset = nullptr, int64_t dof = -1) {
+                       const uint8_t *subset = nullptr, int64_t dof = -1, const Data<double> *posed = nullptr) {
     w.f.clear(), w.i.clear(), w.cand.clear(), w.near_missing = -1;
     Contacts con;
-    if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
-    if (dof < 0) geom_poses(m, w, q);
+    if (!collides(m)) return con;
+    if (dof < 0) geom_poses(m, w, q, posed);
     else moved_geom_poses(m, w, q, dof);
     for (int64_t k = 0; check_missing && k < m.nmissing && w.near_missing < 0; k++)
         if ((!subset || subset[m.ncand + k]) && may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k]))

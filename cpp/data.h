@@ -65,6 +65,7 @@ template <class T> struct Data {
     // spatial tendon or a site also the bodies' MuJoCo-order frames body_xpos (nbody, 3), body_xquat (4), body_xmat (9)
     // and two point Jacobians (6, nv each) in ten_jac
     Vec<T> ten_length, ten_J, body_xpos, body_xquat, body_xmat, ten_jac;
+    bool body_posed = false;             // a lane's copy: body_x* hold its state's frames (constrained_solve's), detect's
     Vec<Inertia<T>> cinert, crb;
     // links from a tree's root to one link (smooth.h): a plain array, not a std::vector<int64_t>, whose out-of-line
     // members every kernel unit would emit under one name (scripts/check_isa_symbols.sh)

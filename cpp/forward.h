@@ -134,7 +134,9 @@ inline int constrained_solve(const Model &, const Constrain &con, SimData<double
 
 // the same for lanes: M factored once in the lanes (tree_cholesky, into w.d.qL and w.d.qLinv; a lane with a
 // non-positive pivot: each lane factors its own, which tells), every lane's velocity stages (the fields the rows read
-// alone), state, M, f and factor taken apart into its own copies (lanes_apart), then each lane's state in turn through
+// alone; with collisions also its bodies' MuJoCo-order frames, body_poses in the lanes, which detect then reads instead of
+// posing them one state at a time: Data::body_posed), state, M, f and factor taken apart into its own copies
+// (lanes_apart), then each lane's state in turn through
 // its trajectory's Constrain::accel with its lane of the factor (the rows and the solver differ per state), its qacc
 // and qfrc back into the lane; the first status that is not OK
 template <class L> int constrained_solve(const Model &m, const LaneConstrain &con, SimData<L> &w, const L *q, const L *qd,
@@ -159,6 +161,15 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
     stage(d.xmat, &Data<double>::xmat), stage(d.xpos, &Data<double>::xpos), stage(d.cpos, &Data<double>::cpos);
     stage(d.cipos, &Data<double>::cipos), stage(d.cdof, &Data<double>::cdof), stage(d.cdof_dot, &Data<double>::cdof_dot);
     stage(d.cvel, &Data<double>::cvel), stage(d.ten_length, &Data<double>::ten_length), stage(d.ten_J, &Data<double>::ten_J);
+    const bool posed = collides(m);                                    // detect's MuJoCo-order body frames, side by side
+    if (posed) {
+        size_t B = size_t(m.nbody);
+        w.d.body_xpos.resize(3 * B), w.d.body_xquat.resize(4 * B), w.d.body_xmat.resize(9 * B);
+        body_poses(m, q, w.d.body_xpos.data(), w.d.body_xquat.data(), w.d.body_xmat.data());
+        stage(d.body_xpos, &Data<double>::body_xpos), stage(d.body_xquat, &Data<double>::body_xquat);
+        stage(d.body_xmat, &Data<double>::body_xmat);
+    }
+    for (int64_t l = 0; l < count; l++) con.d[size_t(l)].body_posed = posed;
     apart(q, nq, [&](int64_t l) { return con.q.data() + l * nq; });
     apart(qd, nv, [&](int64_t l) { return con.qd.data() + l * nv; });
     apart(M, nM, [&](int64_t l) { return con.M.data() + l * nM; });

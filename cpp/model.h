@@ -265,6 +265,9 @@ namespace {
 // its diagonal
 inline int64_t tree_nnz(const Model &m) { return m.nv ? m.M_rowadr[m.nv - 1] + m.M_rownnz[m.nv - 1] : 0; }
 
+// whether collision detection has pairs to look at: contacts on, candidate or left-out pairs (collision.h's detect)
+inline bool collides(const Model &m) { return m.opt_contact && (m.ncand > 0 || m.nmissing > 0); }
+
 // whether M_ij is on M's pattern (i is j, an ancestor or a descendant of j; forward.dof_pattern): the lower of the two
 // is in the higher's row of M's layout at its depth (M_rownnz - 1), in O(1) and no nv x nv table
 inline bool tree_pair(const Model &m, int64_t i, int64_t j) {

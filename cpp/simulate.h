@@ -107,7 +107,9 @@ inline void solve_rows(ConstrainedRun &s, const Data<double> &stages, const doub
                        const DiscreteSolve *discrete, bool dense = false) {
     const Model &m = s.m;
     int nv = m.nv;
-    Contacts con = s.given ? *s.given : detect(m, s.c.col, q, s.near < 0);   // a left-out pair near: once per trajectory
+    const Data<double> *posed = stages.body_posed ? &stages : nullptr;       // the lanes' body frames at q
+    Contacts con = s.given ? *s.given                                 // a left-out pair near: once per trajectory
+                           : detect(m, s.c.col, q, s.near < 0, nullptr, -1, posed);
     if (s.ncon < 0) s.ncon = con.n;
     if (s.near < 0 && !s.given) s.near = s.c.col.near_missing;
     s.c.stages = &stages;                                            // evaluate's velocity stages, not again

@@ -180,56 +180,87 @@ inline void rotate_mj(const double *v, const double *q, double *r) {
     r[0] = v[0] + 2 * (y * t[2] - z * t[1]), r[1] = v[1] + 2 * (z * t[0] - x * t[2]), r[2] = v[2] + 2 * (x * t[1] - y * t[0]);
 }
 
+#if PHYSAI_LANES
+// quat_normalize_mj, quat_to_mat_mj and rotate_mj for lanes (body_poses side by side): the same numbers as
+// for one state in every lane, their branches as selects (a lane whose |q|^2 over- or underflows: the one state's)
+template <class L> inline void quat_normalize_mj(L *q) {
+    L norm2 = (q[0] * q[0] + q[1] * q[1]) + (q[2] * q[2] + q[3] * q[3]), orig[4] = {q[0], q[1], q[2], q[3]};
+    L norm = vsqrt(norm2), dn = norm - 1.0, inv = 1.0 / norm;
+    auto scaled = (dn > MINVAL) | (dn < -MINVAL);
+    for (int a = 0; a < 4; a++) q[a] = select(scaled, q[a] * inv, q[a]);
+    for (int i = 0; i < lanes_of<L>; i++)
+        if (!norm2_in_range(norm2[i])) {                                // the same numbers as for one state
+            double u[4] = {orig[0][i], orig[1][i], orig[2][i], orig[3][i]};
+            quat_normalize_mj(u);
+            for (int a = 0; a < 4; a++) q[a][i] = u[a];
+        }
+}
+template <class L> inline auto is_identity(const L *q) { return (q[0] == 1.0) & (q[1] == 0.0) & (q[2] == 0.0) & (q[3] == 0.0); }
+template <class L> inline void quat_to_mat_mj(const L *q, L *R) {
+    L w = q[0], x = q[1], y = q[2], z = q[3], ww_yy = w * w - y * y, one = splat<L>(1.0), zero = splat<L>(0.0);
+    auto id = is_identity(q);
+    R[0] = select(id, one, ww_yy + (x * x - z * z)), R[4] = select(id, one, (w * w + y * y) - (x * x + z * z));
+    R[8] = select(id, one, ww_yy + (z * z - x * x));
+    R[1] = select(id, zero, 2.0 * (x * y - w * z)), R[2] = select(id, zero, 2.0 * (x * z + w * y));
+    R[3] = select(id, zero, 2.0 * (x * y + w * z)), R[5] = select(id, zero, 2.0 * (y * z - w * x));
+    R[6] = select(id, zero, 2.0 * (x * z - w * y)), R[7] = select(id, zero, 2.0 * (y * z + w * x));
+}
+template <class V, class L> inline void rotate_mj(const V *v, const L *q, L *r) {
+    L w = q[0], x = q[1], y = q[2], z = q[3];
+    auto id = is_identity(q);
+    L t[3] = {w * v[0] + y * v[2] - z * v[1], w * v[1] + z * v[0] - x * v[2], w * v[2] + x * v[1] - y * v[0]};
+    L u[3] = {v[0] + 2.0 * (y * t[2] - z * t[1]), v[1] + 2.0 * (z * t[0] - x * t[2]), v[2] + 2.0 * (x * t[1] - y * t[0])};
+    for (int a = 0; a < 3; a++) r[a] = select(id, splat<L>(0.0) + v[a], u[a]);
+}
+#endif
+
 // the rotation by which pose link k's coordinates turn it, with MuJoCo's arithmetic, into local (physai.joints.turn_mj):
 // a ball's quaternion normalized, a hinge's (cos t/2, sin t/2 axis) at t = q - ref (the identity at t = 0); false for a
-// slide, which moves along its axis by q - ref instead
-inline bool turn_mj(const Model &m, const double *q, int64_t k, double *local) {
-    const double *x = q + m.poselink_qposadr[k];
+// slide, which moves along its axis by q - ref instead (one state or lanes)
+template <class T> inline bool turn_mj(const Model &m, const T *q, int64_t k, T *local) {
+    const T *x = q + m.poselink_qposadr[k];
     if (m.poselink_type[k] == JNT_SLIDE) return false;
     if (m.poselink_type[k] == JNT_BALL) {
         for (int a = 0; a < 4; a++) local[a] = x[a];
         quat_normalize_mj(local);
         return true;
     }
-    double angle = x[0] - m.poselink_ref[k];
-    if (angle == 0) {
-        local[0] = 1.0, local[1] = local[2] = local[3] = 0.0;
-    } else {
-        double s = std::sin(angle * 0.5);
-        local[0] = std::cos(angle * 0.5);
-        for (int a = 0; a < 3; a++) local[1 + a] = m.poselink_axis[3 * k + a] * s;
-    }
+    T angle = x[0] - m.poselink_ref[k], s{}, c{};
+    sincos_libm(angle * 0.5, s, c);
+    auto still = angle == 0.0;                                         // the identity at t = 0
+    local[0] = select(still, splat<T>(1.0), c);
+    for (int a = 0; a < 3; a++) local[1 + a] = select(still, splat<T>(0.0), m.poselink_axis[3 * k + a] * s);
     return true;
 }
 
-// (xpos (nbody, 3), xquat (nbody, 4), xmat (nbody, 9)) of every body at q, link by link as mj_kinematics
-// (smooth.body_poses; the links of its joints: Model's poselink_*); moved (nbody flags, or nullptr: all): the bodies
+// (xpos (nbody, 3), xquat (nbody, 4), xmat (nbody, 9)) of every body at q (one state or lanes), link by link as
+// mj_kinematics (smooth.body_poses; the links of its joints: Model's poselink_*); moved (nbody flags, or nullptr: all): the bodies
 // posed, the others' frames left as the arrays hold them (another state's, which q moves only those from)
-inline void body_poses(const Model &m, const double *q, double *xpos, double *xquat, double *xmat,
+template <class T> void body_poses(const Model &m, const T *q, T *xpos, T *xquat, T *xmat,
                        const char *moved = nullptr) {
     for (int b = 0; b < m.nbody; b++) {
         if (moved && !moved[b]) continue;                               // not moved: the base state's frame
         int64_t k0 = m.body_poselinkadr[b], n = m.body_poselinknum[b], p = m.body_parentid[b];
-        double pos[3], quat[4];
+        T pos[3], quat[4];
         if (n > 0 && m.poselink_world[k0]) {                            // a free joint's links start from the world
-            pos[0] = pos[1] = pos[2] = 0.0;
-            quat[0] = 1.0, quat[1] = quat[2] = quat[3] = 0.0;
+            pos[0] = pos[1] = pos[2] = splat<T>(0.0);
+            quat[0] = splat<T>(1.0), quat[1] = quat[2] = quat[3] = splat<T>(0.0);
         } else if (p >= 0) {                                            // p = R_parent offset + p_parent, q = q_parent q_body
             mat3_times(xmat + 9 * p, m.body_offset + 3 * b, pos);
             for (int a = 0; a < 3; a++) pos[a] = pos[a] + xpos[3 * p + a];
             quat_mul_mj(xquat + 4 * p, m.body_quat + 4 * b, quat);
         } else {
-            for (int a = 0; a < 3; a++) pos[a] = m.body_offset[3 * b + a];
-            for (int a = 0; a < 4; a++) quat[a] = m.body_quat[4 * b + a];
+            for (int a = 0; a < 3; a++) pos[a] = splat<T>(m.body_offset[3 * b + a]);
+            for (int a = 0; a < 4; a++) quat[a] = splat<T>(m.body_quat[4 * b + a]);
         }
         for (int64_t k = k0; k < k0 + n; k++) {
             const double *o = m.poselink_anchor + 3 * k;
-            double axis[3], anchor[3], local[4], turned[4], offset[3];
+            T axis[3], anchor[3], local[4], turned[4], offset[3];
             rotate_mj(m.poselink_axis + 3 * k, quat, axis);
             rotate_mj(o, quat, anchor);
             for (int a = 0; a < 3; a++) anchor[a] = anchor[a] + pos[a];
             if (!turn_mj(m, q, k, local)) {                             // a slide: p += axis (q - ref)
-                double t = q[m.poselink_qposadr[k]] - m.poselink_ref[k];
+                T t = q[m.poselink_qposadr[k]] - m.poselink_ref[k];
                 for (int a = 0; a < 3; a++) pos[a] = pos[a] + axis[a] * t;
                 continue;
             }
@@ -284,9 +315,15 @@ inline void geom_pose(const Model &m, const double *xpos, const double *xquat, c
     for (int a = 0; a < 3; a++) p[a] = p[a] + bp[a];
 }
 
-// the world position and axes of the geoms w.posed into w.gpos, w.gmat (smooth.geom_poses, which poses them all)
-inline void geom_poses(const Model &m, PoseWork &w, const double *q) {
-    body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
+// the world position and axes of the geoms w.posed into w.gpos, w.gmat (smooth.geom_poses, which poses them all); the
+// bodies' frames body_poses' at q, or those of posed when given (body_x*: the lanes' body_poses at the same q)
+inline void geom_poses(const Model &m, PoseWork &w, const double *q, const Data<double> *posed = nullptr) {
+    if (posed) {
+        std::copy(posed->body_xpos.begin(), posed->body_xpos.end(), w.xpos.begin());
+        std::copy(posed->body_xquat.begin(), posed->body_xquat.end(), w.xquat.begin());
+        std::copy(posed->body_xmat.begin(), posed->body_xmat.end(), w.xmat.begin());
+    } else
+        body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
     for (int64_t g : w.posed)
         geom_pose(m, w.xpos.data(), w.xquat.data(), w.xmat.data(), g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
     w.moved.clear();

@@ -118,7 +118,7 @@ template <class T> inline void quat_mul(const T *a, const T *b, T *r) {
 
 // the product a b of quaternions with MuJoCo 4's arithmetic (mju_mulQuat: the four products of each component summed
 // in pairs; spatial.quat_mul_mj): body poses, sites, collision's turns and the lanes' mju_quatIntegrate
-template <class T> inline void quat_mul_mj(const T *a, const T *b, T *r) {
+template <class A, class B, class T> inline void quat_mul_mj(const A *a, const B *b, T *r) {
     r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
     r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
     r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
