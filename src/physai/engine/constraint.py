@@ -143,24 +143,35 @@ class Rows:
 
 
 def row_groups(r: Rows) -> np.ndarray:
-    """r.group, or when not given (rows from the compiled kernel) the groups of consecutive rows on the same nonzero
-    columns: the first row of each, then nefc."""
-    if r.group is not None:
+    """r.group, or when not given or not r's (rows from the compiled kernel, or rows selected from others) the groups of
+    consecutive rows on the same nonzero columns: the first row of each, then nefc. The fallback is not always the
+    compiled twin's (which groups a contact by its chain's columns, an exact zero entry included), so a Hessian of such
+    rows may round apart from its in the last bit."""
+    if r.group is not None and len(r.group) and r.group[-1] == r.nefc:
         return r.group
     nonzero = r.J != 0
     new = np.r_[True, (nonzero[1:] != nonzero[:-1]).any(axis=1)] if r.nefc else np.zeros(0, bool)
     return np.r_[np.flatnonzero(new), r.nefc]
 
 
+def sequential_sum(terms: np.ndarray, block: int = 64) -> np.ndarray:
+    """0 + terms[0] + terms[1] + ... summed one term after another along axis 0 (a running sum in blocks of `block`
+    terms: np.add.accumulate, which never pairs or fuses), MuJoCo's and the compiled twin's order."""
+    total = np.zeros(terms.shape[1:])
+    for k in range(0, len(terms), block):
+        chunk = terms[k:k + block].copy()
+        chunk[0] = total + chunk[0]
+        total = np.add.accumulate(chunk, axis=0)[-1]
+    return total
+
+
 def rows_transpose_times(r: Rows, f: np.ndarray) -> np.ndarray:
     """J^T f (nv,) for f (nefc,) in MuJoCo's order (mju_mulMatTVec; cpp/constraint.h's rows_transpose_times): y += J_i
-    f_i row after row, in elementwise products and sums that never fuse (BLAS's J.T @ f rounds in its kernel's order,
-    with fused multiply-adds: fma(-a, b, a b) is a b's rounding error where the exact sum is 0). Rows with f_i = 0 add
-    nothing and are skipped."""
-    y = np.zeros(r.J.shape[1])
-    for i in np.flatnonzero(f):
-        y += r.J[i] * f[i]
-    return y
+    f_i row after row (sequential_sum), in elementwise products and sums that never fuse (BLAS's J.T @ f rounds in its
+    kernel's order, with fused multiply-adds: fma(-a, b, a b) is a b's rounding error where the exact sum is 0). Rows
+    with f_i = 0 add nothing (J is finite) and are skipped."""
+    k = np.flatnonzero(f)
+    return sequential_sum(r.J[k] * f[k, None])
 
 
 class _Builder:

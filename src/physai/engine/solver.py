@@ -34,7 +34,7 @@ from physai.exceptions import ConvergenceWarning, UnsupportedModelError
 from physai.engine import island, native
 from physai.engine.model_checks import MINVAL
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, CONTACT_PYRAMIDAL, LINEARNEG, LINEARPOS,
-                                      QUADRATIC, SATISFIED, Rows, row_groups, rows_transpose_times,
+                                      QUADRATIC, SATISFIED, Rows, row_groups, rows_transpose_times, sequential_sum,
                                       kernel_options, kernel_rows, prepare_compiled, state_forces, update)
 from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
@@ -346,14 +346,10 @@ def _line_search(line: _Line, snorm: float, gtol: float, max_evaluations: int) -
 def _group_hessian(J: np.ndarray, D: np.ndarray) -> np.ndarray:
     """J^T D J (nc, nc) of a group's quadratic rows J (m, nc), D (m,) in MuJoCo 4's order (cpp/solver.h's hessian and
     add_scaled4): G_ab += (J_ka D_k) J_kb, four rows in one sum, the rest one at a time; its lower triangle is H's."""
-    JD, G = J * D[:, None], np.zeros((J.shape[1], J.shape[1]))
+    P = (J * D[:, None])[:, :, None] * J[:, None, :]                # (m, nc, nc): each row's (J_ka D_k) J_kb
     full = len(J) - len(J) % 4
-    for k in range(0, full, 4):                                     # MuJoCo's order: four rows at a time, summed first
-        G += (JD[k, :, None] * J[k] + JD[k + 1, :, None] * J[k + 1] + JD[k + 2, :, None] * J[k + 2]
-              + JD[k + 3, :, None] * J[k + 3])
-    for k in range(full, len(J)):                                   # then the rest one at a time
-        G += JD[k, :, None] * J[k]
-    return G
+    fours = ((P[0:full:4] + P[1:full:4]) + P[2:full:4]) + P[3:full:4]   # four rows summed first, then added in turn
+    return sequential_sum(np.concatenate([fours, P[full:]]))
 
 
 def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
