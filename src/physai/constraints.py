@@ -563,7 +563,7 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
                 Ma = _discrete_force(model, q1, qd1, a, M, ctrl)
                 a = tree_cholesky_solve(model, M[:, :, None], Ma[:, None])[:, 0]
             f = inverse.inverse_force(r, a)
-            qfrc = r.J.T @ f
+            qfrc = constraint.rows_transpose_times(r, f)
             out.append((Ma + c - qfrc, qfrc, f, r))
     return _finite(_inverse_result(out, batch), "tau")
 
@@ -584,7 +584,7 @@ def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseRes
     for run, q, qd, a, M in runs:
         r, metric = _discrete_rows(run, q, qd, M)
         f = inverse.inverse_force(r, a)
-        qfrc = r.J.T @ f
+        qfrc = constraint.rows_transpose_times(r, f)
         Ma = metric.M_hat @ a
         for i, A_free in run.free_blocks(q, qd, M, metric.skipped(r), actuator_damping=False):
             Ma[i:i + 6] = A_free @ a[i:i + 6]          # the free bodies the step solves in their own blocks: A a there

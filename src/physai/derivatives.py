@@ -488,7 +488,7 @@ class _Constraints:
             solution = solver.solve_with(model, r, M, f)
             a, converged, its = solution.qacc, solution.converged, solution.iterations
             force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
-            qfrc = r.J.T @ force
+            qfrc = constraint.rows_transpose_times(r, force)
         if not converged:
             warnings.warn(_unconverged(opt, its), ConvergenceWarning, stacklevel=5)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
@@ -1495,7 +1495,7 @@ class _Constraints:
             self.forces = self.efc_force.copy()
             quadratic = np.flatnonzero(self.state == constraint.QUADRATIC)
             if self.stiff:
-                residual = self.M @ self.a - self.f - r.J.T @ self.forces
+                residual = self.M @ self.a - self.f - constraint.rows_transpose_times(r, self.forces)
                 self.forces[quadratic] += np.linalg.lstsq(r.J[quadratic].T, residual, rcond=None)[0]
         return self.forces.copy()
 

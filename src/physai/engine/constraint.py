@@ -107,6 +107,9 @@ class Rows:
                                                              5 friction coefficients, its first row (-1: no rows)
     contact_body                                             (ncon, 2) its geoms' bodies (-1: the world), which place
                                                              its rows in an island (physai.engine.island)
+    group                                                    the first row of each group of consecutive rows on the same
+                                                             columns (a contact's; cpp's r.group), then nefc; None: by
+                                                             the rows' nonzero columns (row_groups)
     """
 
     J: np.ndarray
@@ -132,10 +135,43 @@ class Rows:
     contact_friction: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
     contact_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     contact_body: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.intp))
+    group: np.ndarray | None = None
 
     @property
     def nefc(self) -> int:
         return len(self.pos)
+
+
+def row_groups(r: Rows) -> np.ndarray:
+    """r.group, or when not given or not r's (rows from the compiled kernel, or rows selected from others) the groups of
+    consecutive rows on the same nonzero columns: the first row of each, then nefc. The fallback is not always the
+    compiled twin's (which groups a contact by its chain's columns, an exact zero entry included), so a Hessian of such
+    rows may round apart from its in the last bit."""
+    if r.group is not None and len(r.group) and r.group[-1] == r.nefc:
+        return r.group
+    nonzero = r.J != 0
+    new = np.r_[True, (nonzero[1:] != nonzero[:-1]).any(axis=1)] if r.nefc else np.zeros(0, bool)
+    return np.r_[np.flatnonzero(new), r.nefc]
+
+
+def sequential_sum(terms: np.ndarray, block: int = 64) -> np.ndarray:
+    """0 + terms[0] + terms[1] + ... summed one term after another along axis 0 (a running sum in blocks of `block`
+    terms: np.add.accumulate, which never pairs or fuses), MuJoCo's and the compiled twin's order."""
+    total = np.zeros(terms.shape[1:])
+    for k in range(0, len(terms), block):
+        chunk = terms[k:k + block].copy()
+        chunk[0] = total + chunk[0]
+        total = np.add.accumulate(chunk, axis=0)[-1]
+    return total
+
+
+def rows_transpose_times(r: Rows, f: np.ndarray) -> np.ndarray:
+    """J^T f (nv,) for f (nefc,) in MuJoCo's order (mju_mulMatTVec; cpp/constraint.h's rows_transpose_times): y += J_i
+    f_i row after row (sequential_sum), in elementwise products and sums that never fuse (BLAS's J.T @ f rounds in its
+    kernel's order, with fused multiply-adds: fma(-a, b, a b) is a b's rounding error where the exact sum is 0). Rows
+    with f_i = 0 add nothing (J is finite) and are skipped."""
+    k = np.flatnonzero(f)
+    return sequential_sum(r.J[k] * f[k, None])
 
 
 class _Builder:
@@ -145,14 +181,18 @@ class _Builder:
     def __init__(self, nv: int):
         self.nv = nv
         self.J, self.pos, self.margin, self.floss, self.type, self.id, self.dA = [], [], [], [], [], [], []
+        self.cols: list = []                                                    # each row's columns (nv,) bool
 
-    def add(self, J, pos, margin, frictionloss, kind, ident, diagA) -> bool:
+    def add(self, J, pos, margin, frictionloss, kind, ident, diagA, cols=None) -> bool:
+        """Append the block J (n, nv) or (nv,); cols (nv,) bool: its rows' columns when given (a contact's dofs, a
+        limited joint's), else each row's nonzero entries."""
         J = np.asarray(J, dtype=float)
         J = J.reshape(len(J) if J.ndim == 2 else 1, self.nv)                   # rows counted, not inferred: nv may be 0
         if kind < CONTACT_FRICTIONLESS and not J.any():
             return False
         n = len(J)
         self.J.append(J)
+        self.cols += [J[i] != 0 if cols is None else cols for i in range(n)]
         self.pos += list(np.broadcast_to(pos, (n,)))
         self.margin += list(np.broadcast_to(margin, (n,)))
         self.floss += [frictionloss] * n
@@ -163,8 +203,11 @@ class _Builder:
 
     def rows(self) -> Rows:
         J = np.concatenate(self.J) if self.J else np.zeros((0, self.nv))
+        # a new group unless on the previous row's columns (cpp/constraint.h's add)
+        new = [i == 0 or not np.array_equal(c, self.cols[i - 1]) for i, c in enumerate(self.cols)]
         return Rows(J, np.array(self.pos, dtype=float), np.array(self.margin, dtype=float), np.array(self.floss, dtype=float),
-                    np.array(self.type, dtype=np.intp), np.array(self.id, dtype=np.intp), diagA=np.array(self.dA, dtype=float))
+                    np.array(self.type, dtype=np.intp), np.array(self.id, dtype=np.intp), diagA=np.array(self.dA, dtype=float),
+                    group=np.r_[np.flatnonzero(new), len(new)].astype(np.intp))
 
 
 def quat_axis(quat: np.ndarray, axis: np.ndarray) -> np.ndarray:
@@ -310,14 +353,14 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
                     if dist < margin:
                         J = np.zeros(nv)
                         J[v] = -side
-                        out.add(J, dist, margin, 0.0, LIMIT_JOINT, j, dw[v])
+                        out.add(J, dist, margin, 0.0, LIMIT_JOINT, j, dw[v], J != 0)
             elif model.jnt_type[j] == BALL:
                 value, axis = _ball_angle_axis(q[a:a + 4])
                 dist = max(model.jnt_range[j]) - value
                 if dist < margin:
                     J = np.zeros(nv)
                     J[v:v + 3] = -axis
-                    out.add(J, dist, margin, 0.0, LIMIT_JOINT, j, dw[v])
+                    out.add(J, dist, margin, 0.0, LIMIT_JOINT, j, dw[v], (np.arange(nv) >= v) & (np.arange(nv) < v + 3))
         # tendon limits: dist = side (range - length), J = -side ten_J
         for t in np.flatnonzero(model.tendon_limited):
             margin = model.tendon_margin[t]
@@ -346,14 +389,15 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
         dist, margin, mu = contacts.dist[c], contacts.includemargin[c], contacts.friction[c]
         contact_row[c] = len(out.pos)
         if dim == 1:
-            out.add(jac, dist, margin, 0.0, CONTACT_FRICTIONLESS, c, tran)
+            out.add(jac, dist, margin, 0.0, CONTACT_FRICTIONLESS, c, tran, c1 ^ c2)
         elif pyramidal:
             for k in range(1, dim):
                 edges = np.vstack([jac[0] + mu[k - 1] * jac[k], jac[0] - mu[k - 1] * jac[k]])
-                out.add(edges, dist, margin, 0.0, CONTACT_PYRAMIDAL, c, tran + mu[k - 1] ** 2 * (tran if k - 1 < 2 else rot))
+                out.add(edges, dist, margin, 0.0, CONTACT_PYRAMIDAL, c, tran + mu[k - 1] ** 2 * (tran if k - 1 < 2 else rot),
+                        c1 ^ c2)
         else:
             out.add(jac, np.r_[dist, np.zeros(dim - 1)], np.r_[margin, np.zeros(dim - 1)], 0.0, CONTACT_ELLIPTIC, c,
-                    np.array([tran if j < 3 else rot for j in range(dim)]))
+                    np.array([tran if j < 3 else rot for j in range(dim)]), c1 ^ c2)
     r = out.rows()
     r.ne, r.nf, r.nl = ne, nf, nl
     r.contact_dim = contacts.dim[:nc].copy() if nc else np.zeros(0, np.intp)

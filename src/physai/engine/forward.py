@@ -472,7 +472,7 @@ def passive_velocity_derivative(model, q, qd, tendon_dampers: bool = True) -> np
             D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
         if tendon_dampers:                             # the tendons' dampers: -J^T diag(b) J (mjd_passive_vel)
             J = tendon.tendons(model, d, np.asarray(q, float))[1]
-            D = D - (J.T * model.tendon_damping) @ J
+            D = D - tendon.weighted_outer(J, model.tendon_damping)
     return D
 
 
@@ -548,7 +548,7 @@ def discrete_metric_terms(model, q, qd, h: float, actuators=None, ctrl=None, act
         length, J = api.tendon_kinematics(model, np.asarray(q, float))
         lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
         k = np.where((length < lower) | (length > upper), model.tendon_stiffness, 0.0)   # none inside the dead band
-        B_c, K_c = (J.T * model.tendon_damping) @ J, (J.T * k) @ J
+        B_c, K_c = tendon.weighted_outer(J, model.tendon_damping), tendon.weighted_outer(J, k)
     if actuators is not None:                                               # the servos' gains
         B_act, K_act = actuation.servo_metric(actuators, q, qd, ctrl, act, h)
         B_c, K_c = B_c + B_act, K_c + K_act

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from physai.engine.constraint import CONTACT_FRICTIONLESS, EQUALITY, Rows
+from physai.engine.constraint import CONTACT_FRICTIONLESS, EQUALITY, Rows, row_groups
 from physai.engine.model import CONNECT, WELD, Model
 
 
@@ -115,7 +115,8 @@ def _metric_links(row_trees: list, trees: np.ndarray, coupled: np.ndarray) -> li
 
 def island_rows(r: Rows, island: Island) -> Rows:
     """The rows of one island (MuJoCo's iefc_*): each per-row array at island.rows, ne, nf, nl counted there; the
-    per-contact arrays kept (contact ids still index them), contact_row renumbered (-1: the contact's rows are elsewhere)."""
+    per-contact arrays kept (contact ids still index them), contact_row renumbered (-1: the contact's rows are elsewhere),
+    the groups of consecutive rows kept (cpp/island.h's)."""
     k = island.rows
     per_row = {name: getattr(r, name)[k] for name in ("J", "pos", "margin", "frictionloss", "type", "id", "diagA", "R",
                                                      "D", "K", "B", "imp", "impP", "vel", "aref")}
@@ -123,5 +124,8 @@ def island_rows(r: Rows, island: Island) -> Rows:
     position[k] = np.arange(len(k))
     contact_row = position[r.contact_row] if len(r.contact_row) else r.contact_row
     count = lambda lo, hi: int(np.count_nonzero((k >= lo) & (k < hi)))             # noqa: E731
+    # a group starts where one of r's does, and where the island's rows are not consecutive in r
+    starts = np.isin(k, row_groups(r)) | np.r_[True, np.diff(k) != 1][:len(k)]
     return replace(r, **per_row, ne=count(0, r.ne), nf=count(r.ne, r.ne + r.nf),
-                   nl=count(r.ne + r.nf, r.ne + r.nf + r.nl), contact_row=contact_row)
+                   nl=count(r.ne + r.nf, r.ne + r.nf + r.nl), contact_row=contact_row,
+                   group=np.r_[np.flatnonzero(starts), len(k)].astype(np.intp))

@@ -34,7 +34,7 @@ from physai.exceptions import ConvergenceWarning, UnsupportedModelError
 from physai.engine import island, native
 from physai.engine.model_checks import MINVAL
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, CONTACT_PYRAMIDAL, LINEARNEG, LINEARPOS,
-                                      QUADRATIC, SATISFIED, Rows,
+                                      QUADRATIC, SATISFIED, Rows, row_groups, rows_transpose_times, sequential_sum,
                                       kernel_options, kernel_rows, prepare_compiled, state_forces, update)
 from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
@@ -343,14 +343,36 @@ def _line_search(line: _Line, snorm: float, gtol: float, max_evaluations: int) -
     return 0.0, 0.0, 5
 
 
+def _group_hessian(J: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """J^T D J (nc, nc) of a group's quadratic rows J (m, nc), D (m,) in MuJoCo 4's order (cpp/solver.h's hessian and
+    add_scaled4): G_ab += (J_ka D_k) J_kb, four rows in one sum, the rest one at a time; its lower triangle is H's."""
+    P = (J * D[:, None])[:, :, None] * J[:, None, :]                # (m, nc, nc): each row's (J_ka D_k) J_kb
+    full = len(J) - len(J) % 4
+    fours = ((P[0:full:4] + P[1:full:4]) + P[2:full:4]) + P[3:full:4]   # four rows summed first, then added in turn
+    return sequential_sum(np.concatenate([fours, P[full:]]))
+
+
 def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
-    """M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone."""
-    active = state == QUADRATIC
-    H = M + (r.J[active].T * r.D[active]) @ r.J[active]
-    for first, Hc in cone_hessians.items():
+    """M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, in the
+    compiled twin's order (cpp/solver.h's hessian; elementwise products and sums, not BLAS's kernel order and fused
+    multiply-adds): each group of rows on the same columns (row_groups) summed apart (_group_hessian), the groups added
+    in turn, then M, then each cone's (J_ai H_ab) J_bj with (a, b) in turn; the lower triangle mirrored."""
+    H = np.zeros_like(M)
+    groups = row_groups(r)
+    for a, b in zip(groups[:-1], groups[1:]):
+        rows = a + np.flatnonzero(state[a:b] == QUADRATIC)         # the group's quadratic rows
+        cols = np.flatnonzero((r.J[rows] != 0).any(axis=0))        # their columns (zero entries add nothing)
+        if len(cols):
+            H[np.ix_(cols, cols)] += _group_hessian(r.J[np.ix_(rows, cols)], r.D[rows])
+    H = M + H
+    for first, Hc in cone_hessians.items():                        # + Jc^T Hc Jc over the contact's columns
         Jc = r.J[first:first + len(Hc)]
-        H += Jc.T @ Hc @ Jc
-    return 0.5 * (H + H.T)
+        cols = np.flatnonzero((Jc != 0).any(axis=0))
+        block, Jc = H[np.ix_(cols, cols)], Jc[:, cols]
+        for i, j in np.ndindex(Hc.shape):
+            block += (Jc[i, :, None] * Hc[i, j]) * Jc[j]
+        H[np.ix_(cols, cols)] = block
+    return np.tril(H) + np.tril(H, -1).T
 
 
 def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart, chosen: bool = False, qacc_smooth=None):
@@ -398,7 +420,7 @@ def _primal_step(r: Rows, qfrc_smooth, qacc, Ma, Jaref, alpha: float, v, Mv, Jv)
     gradient M qacc - qfrc_smooth - J^T force there."""
     qacc, Ma, Jaref = qacc + alpha * v, Ma + alpha * Mv, Jaref + alpha * Jv
     force, state, _, hess = update(r, Jaref, cone_hessian=True)
-    return qacc, Ma, Jaref, force, state, hess, Ma - qfrc_smooth - r.J.T @ force
+    return qacc, Ma, Jaref, force, state, hess, Ma - qfrc_smooth - rows_transpose_times(r, force)
 
 
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
@@ -423,7 +445,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
         a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
     qacc, Jaref, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
     improvement, it = 0.0, 0
-    grad = Ma - qfrc_smooth - r.J.T @ force
+    grad = Ma - qfrc_smooth - rows_transpose_times(r, force)
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
     # converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start)
     done = 0.5 * scale * float(grad @ metric_solve(model, M, grad)) < tolerance and gradient() < tolerance
@@ -448,7 +470,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
         done = (0 < improvement < tolerance) or gradient() < tolerance or decrement < tolerance
     # converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
     converged = done or status in (1, 2)
-    return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+    return Solution(qacc, force, rows_transpose_times(r, force), it, improvement, bool(converged), state)
 
 
 # ---------------------------------------------------------------- the primal problem by conjugate gradients (mj_solCG)
@@ -486,7 +508,7 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
     if a0 is None:
         a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
     qacc, Jaref, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
-    grad = Ma - qfrc_smooth - r.J.T @ force
+    grad = Ma - qfrc_smooth - rows_transpose_times(r, force)
     Mgrad = M_solve(grad)
     # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start); in the discrete
     # step's matrix-free metric the scaled gradient too (measured: MuJoCo 4 iterates at a gap of 3e-9 < 1e-8)
@@ -507,7 +529,7 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
         if not done:                                                  # d = -M^-1 grad + beta d
             search = -Mgrad + _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) * search
     converged = done or status in (1, 2)
-    return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+    return Solution(qacc, force, rows_transpose_times(r, force), it, improvement, bool(converged), state)
 
 
 # ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
@@ -738,7 +760,7 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
         if improvement < tolerance:
             break
     # qacc = a0 + M^-1 J^T f
-    qfrc = r.J.T @ force
+    qfrc = rows_transpose_times(r, force)
     qacc = qacc_smooth + metric_solve(model, M, qfrc)
     return Solution(qacc, force, qfrc, it, improvement, improvement < tolerance, _dual_state(r, force, blocks))
 
@@ -848,7 +870,7 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
         it += 1
         if improvement < model.opt.noslip_tolerance:
             break
-    qfrc = r.J.T @ force
+    qfrc = rows_transpose_times(r, force)
     qacc = qacc_smooth + metric_solve(model, M, qfrc)
     done = improvement < model.opt.noslip_tolerance                    # else stopped at its limit
     return Solution(qacc, force, qfrc, solution.iterations + it, solution.improvement if done else improvement,
@@ -958,7 +980,7 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
         qacc[part.dofs], force[part.rows], state[part.rows] = sol.qacc[part.dofs], sol.efc_force, sol.state
         iterations_, improvement = max(iterations_, sol.iterations), max(improvement, sol.improvement)
         converged = converged and sol.converged
-    return Solution(qacc, force, r.J.T @ force, iterations_, improvement, converged, state)
+    return Solution(qacc, force, rows_transpose_times(r, force), iterations_, improvement, converged, state)
 
 
 # ---------------------------------------------------------------- the compiled kernel (cpp/solver.h)

@@ -302,5 +302,14 @@ def armature(model: Model, d: Data, q: np.ndarray) -> np.ndarray:
 def armature_matrix(model: Model, J: np.ndarray) -> np.ndarray:
     """(nv, nv) sum over tendons of armature J^T J, kept to M's sparsity pattern (dof pairs where one is an ancestor of
     the other), as MuJoCo adds tendon armature into its sparse M (mj_tendonArmature)."""
-    A = (J.T * model.tendon_armature) @ J
-    return A * model.dof_Mmask[:, :, 0]
+    return weighted_outer(J, model.tendon_armature) * model.dof_Mmask[:, :, 0]
+
+
+def weighted_outer(J: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """J^T diag(w) J (nv, nv) for J (n, nv), w (n,) in the compiled twin's order (cpp/tendon.h's armature_matrix,
+    forward.h's add_outer): entry (i, j) += (J_ti w_t) J_tj row after row, elementwise (no BLAS kernel's order or fused
+    multiply-adds); rows with w_t = 0 add nothing and are skipped."""
+    A = np.zeros((J.shape[1], J.shape[1]))
+    for t in np.flatnonzero(w):
+        A += (J[t, :, None] * w[t]) * J[t]
+    return A
