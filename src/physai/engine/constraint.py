@@ -33,7 +33,7 @@ from physai import spatial
 from physai.engine import model_checks, native, smooth, tendon
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
-from physai.engine.primitives import mat_times_mj
+from physai.engine.primitives import mat_times_mj, sequential_sum
 from physai.engine.model import CONNECT, TENDON, WELD, Model, per_model
 from physai.engine.model_checks import MAXIMP, MINIMP, MINVAL
 from physai.engine.smooth import body_poses, quat_to_mat_mj
@@ -152,17 +152,6 @@ def row_groups(r: Rows) -> np.ndarray:
     nonzero = r.J != 0
     new = np.r_[True, (nonzero[1:] != nonzero[:-1]).any(axis=1)] if r.nefc else np.zeros(0, bool)
     return np.r_[np.flatnonzero(new), r.nefc]
-
-
-def sequential_sum(terms: np.ndarray, block: int = 64) -> np.ndarray:
-    """0 + terms[0] + terms[1] + ... summed one term after another along axis 0 (a running sum in blocks of `block`
-    terms: np.add.accumulate, which never pairs or fuses), MuJoCo's and the compiled twin's order."""
-    total = np.zeros(terms.shape[1:])
-    for k in range(0, len(terms), block):
-        chunk = terms[k:k + block].copy()
-        chunk[0] = total + chunk[0]
-        total = np.add.accumulate(chunk, axis=0)[-1]
-    return total
 
 
 def rows_transpose_times(r: Rows, f: np.ndarray) -> np.ndarray:

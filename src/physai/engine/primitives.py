@@ -654,3 +654,14 @@ FUNCTIONS = {
     (SPHERE, CAPSULE): sphere_capsule, (SPHERE, CYLINDER): sphere_cylinder, (CAPSULE, CAPSULE): capsule_capsule,
     (SPHERE, BOX): sphere_box, (CAPSULE, BOX): capsule_box, (BOX, BOX): box_box,
 }
+
+
+def sequential_sum(terms: np.ndarray, block: int = 64) -> np.ndarray:
+    """0 + terms[0] + terms[1] + ... summed one term after another along axis 0 (a running sum in blocks of `block`
+    terms: np.add.accumulate, which never pairs or fuses), MuJoCo's and the compiled twin's order."""
+    total = np.zeros(terms.shape[1:])
+    for k in range(0, len(terms), block):
+        chunk = terms[k:k + block].copy()
+        chunk[0] = total + chunk[0]
+        total = np.add.accumulate(chunk, axis=0)[-1]
+    return total

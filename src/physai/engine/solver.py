@@ -33,8 +33,9 @@ from physai import validation
 from physai.exceptions import ConvergenceWarning, UnsupportedModelError
 from physai.engine import island, native
 from physai.engine.model_checks import MINVAL
+from physai.engine.primitives import sequential_sum
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, CONTACT_PYRAMIDAL, LINEARNEG, LINEARPOS,
-                                      QUADRATIC, SATISFIED, Rows, row_groups, rows_transpose_times, sequential_sum,
+                                      QUADRATIC, SATISFIED, Rows, row_groups, rows_transpose_times,
                                       kernel_options, kernel_rows, prepare_compiled, state_forces, update)
 from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model

@@ -27,7 +27,7 @@ import numpy as np
 from physai.engine.data import Data
 from physai.engine.model import WRAP_CYLINDER, WRAP_JOINT, WRAP_PULLEY, WRAP_SPHERE, Model
 from physai.engine.model_checks import MINVAL
-from physai.engine.primitives import mat_t_times_mj, mat_times_mj
+from physai.engine.primitives import mat_t_times_mj, mat_times_mj, sequential_sum
 from physai.engine.smooth import body_poses, geom_poses, quat_to_mat_mj
 from physai.engine.support import point_jacobians
 
@@ -308,8 +308,6 @@ def armature_matrix(model: Model, J: np.ndarray) -> np.ndarray:
 def weighted_outer(J: np.ndarray, w: np.ndarray) -> np.ndarray:
     """J^T diag(w) J (nv, nv) for J (n, nv), w (n,) in the compiled twin's order (cpp/tendon.h's armature_matrix,
     forward.h's add_outer): entry (i, j) += (J_ti w_t) J_tj row after row, elementwise (no BLAS kernel's order or fused
-    multiply-adds); rows with w_t = 0 add nothing and are skipped."""
-    A = np.zeros((J.shape[1], J.shape[1]))
-    for t in np.flatnonzero(w):
-        A += (J[t, :, None] * w[t]) * J[t]
-    return A
+    multiply-adds: sequential_sum); rows with w_t = 0 add nothing and are skipped."""
+    t = np.flatnonzero(w)
+    return sequential_sum((J[t] * w[t, None])[:, :, None] * J[t][:, None, :])
