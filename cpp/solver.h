@@ -45,6 +45,8 @@ namespace {
 constexpr int kMaxGroup = 6;                                         // a supernode's rows at most (a free joint's dofs)
 constexpr int kUpdateBatch = 8;                                      // rank-1 updates in one sweep over L (batched_update)
 constexpr int kMaxRun = 65535;                                       // a run's entries at most, less one (w.Lrun: 16 bits)
+constexpr int kShortRun = 4;                                         // runs shorter go inline, not through the wide
+                                                                     // kernels' pointers (the same operations on each entry)
 
 // v resized to n, its capacity exactly n when it grows (std::vector's resize may double it: the factor's arrays are
 // large)
@@ -401,7 +403,8 @@ inline bool cholesky(ConstraintWork &w, int n) {
                     const int r0 = run_start(run, b);
                     double *y = work[g] + col[r0];
                     const double *xs = L + r0;
-                    sub[0][0](&y, &xs, &xk, b - r0 + 1);
+                    if (b - r0 + 1 >= kShortRun) sub[0][0](&y, &xs, &xk, b - r0 + 1);
+                    else subtract_rows<1, 1>(&y, &xs, &xk, b - r0 + 1);  // short: inline
                 }
             }
             const double pivot = work[g][i];
@@ -449,7 +452,8 @@ inline void cholesky_solve_factored(const double *L, const int *adr, const int *
         b[k] = y;
         for (int e = adr[k] + nk - 1; e >= adr[k];) {                   // the runs from the last (axpy_run)
             const int r0 = run_start(run, e);
-            axpy(b + col[r0], L + r0, y, e - r0 + 1);
+            if (e - r0 + 1 >= kShortRun) axpy(b + col[r0], L + r0, y, e - r0 + 1);
+            else axpy_run(b + col[r0], L + r0, y, e - r0 + 1);         // short: inline
             e = r0 - 1;
         }
     }
@@ -941,7 +945,10 @@ inline bool batched_update(ConstraintWork &w) {
             // contiguous loops, rotate_run: the same operations)
             for (int e = nk - 1; e >= 0;) {
                 const int j0 = run_start(w.Lrun.data(), base + e) - base;
-                rot[is](Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], e - j0 + 1);
+                const int len = e - j0 + 1;
+                if (len >= kShortRun) rot[is](Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], len);
+                else if (is) rotate_run<true>(Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], len);   // short: inline
+                else rotate_run<false>(Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], len);
                 e = j0 - 1;
             }
         }
@@ -1939,9 +1946,8 @@ inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, co
     Model mi = m;
     mi.nv = int(n), mi.M_rowadr = w.island_rowadr.data(), mi.M_rownnz = w.island_rownnz.data();
     mi.M_colind = w.island_colind.data(), mi.dof_parentid = w.island_parent.data();
-    island_rows(m, all, island, w.r, contacts);
-    for (int &c : w.r.cols) c = int(w.island_local[size_t(c)]);
-    w.r.nv = int(n);
+    island_rows(m, all, island, w.r, contacts, w.island_local.data());   // its columns in the island's numbers
+    w.r.nv = int(n), w.r.tree = chains(mi, w.r);
     return mi;
 }
 
