@@ -854,11 +854,16 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     if (tree) {
         for (int64_t a = 0; a < tree_nnz(m); a++) H[a] = M[a] + H[a];
     } else {
-        for (int k = 0; k < nv; k++)
+        for (int k = 0; k < nv; k++) {                                 // row k's pattern walked along M's ascending
+            const int *first = Lcol + Ladr[k], *end = Lcol + Ladr[k + 1], *p = first;   // columns (at's entries)
             for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++) {
-                double &h = at(k, int(col[a]));
+                const int j = int(col[a]);
+                while (p < end && *p < j) p++;
+                if (p == end || *p != j) p = std::lower_bound(first, end, j);
+                double &h = H[p - Lcol];
                 h = M[a] + h;
             }
+        }
     }
     for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
         int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
