@@ -1194,12 +1194,14 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         primal_step(m, w, alpha);
         improvement = scale * ls_improvement;
         gnorm = scale * norm(grad, nv);
+        it++;
+        done = (0 < improvement && improvement < tolerance) || gnorm < tolerance;
+        if (done) break;                                               // H and the decrement only when still going
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
         std::copy(grad, grad + nv, step);
         solve_H(step);
         double decrement = std::max(0.0, 0.5 * scale * dot(grad, step, nv));   // Newton's predicted improvement
-        it++;
-        done = (0 < improvement && improvement < tolerance) || gnorm < tolerance || decrement < tolerance;
+        done = decrement < tolerance;
     }
     // converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
     done = done || status == LINE_NO_DIRECTION || status == LINE_OPTIMAL;
