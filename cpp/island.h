@@ -140,6 +140,8 @@ inline void island_rows(const Model &m, const Rows &r, const Island &island, Row
     const int *at = k.data();
     out.nv = r.nv, out.nefc = int(n), out.dense = false;
     std::vector<double> Rows::*per_row[] = {&Rows::frictionloss, &Rows::R, &Rows::D, &Rows::aref};
+    for (auto field : {&Rows::pos, &Rows::margin, &Rows::diagA, &Rows::K, &Rows::B, &Rows::imp, &Rows::impP, &Rows::vel})
+        (out.*field).clear();                                          // not gathered: left empty, not stale
     for (auto field : per_row) {                                       // gathered through plain pointers (the
         (out.*field).resize(n);                                        // vectors' storage is not re-read per entry)
         double *to = (out.*field).data();

@@ -793,6 +793,14 @@ inline double line_search(const Line &line, double snorm, double gtol, int64_t m
     return done(LinePoint{}, LINE_NO_IMPROVEMENT);
 }
 
+// column j's entry in a row's pattern [first, end) (ascending), walked on from p along ascending j's (a binary search
+// only when j is behind p): the same entry at's search finds
+inline const int *pattern_entry(const int *first, const int *end, const int *&p, int j) {
+    while (p < end && *p < j) p++;
+    if (p == end || *p != j) p = std::lower_bound(first, end, j);
+    return p;
+}
+
 // H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.Hval
 // (its lower triangle on its own entries, w.Hadr and w.Hcol: factor_pattern's before the fill-in), or w.LHt on the
 // tree's pattern when the rows are chains (_hessian; H is symmetric by construction)
@@ -840,14 +848,8 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
                     for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
                     continue;
                 }
-                // row cols[a] of the pattern walked along with the group's ascending columns (at's search only when
-                // they are not: the same entries)
                 const int *first = Lcol + Ladr[cols[a]], *end = Lcol + Ladr[cols[a] + 1], *p = first;
-                for (int b = 0; b <= a; b++) {
-                    while (p < end && *p < cols[b]) p++;
-                    if (p == end || *p != cols[b]) p = std::lower_bound(first, end, cols[b]);
-                    H[p - Lcol] += Ga[b];
-                }
+                for (int b = 0; b <= a; b++) H[pattern_entry(first, end, p, cols[b]) - Lcol] += Ga[b];
             }
     });
     const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
@@ -857,10 +859,7 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
         for (int k = 0; k < nv; k++) {                                 // row k's pattern walked along M's ascending
             const int *first = Lcol + Ladr[k], *end = Lcol + Ladr[k + 1], *p = first;   // columns (at's entries)
             for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++) {
-                const int j = int(col[a]);
-                while (p < end && *p < j) p++;
-                if (p == end || *p != j) p = std::lower_bound(first, end, j);
-                double &h = H[p - Lcol];
+                double &h = H[pattern_entry(first, end, p, int(col[a])) - Lcol];
                 h = M[a] + h;
             }
         }
@@ -1146,8 +1145,8 @@ inline int coupled_start(const Model &m, ConstraintWork &w, const double *M, con
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
 // (solver.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
-// it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
-// positive definite. In the discrete step's metric with couplings (w.coupled) a0 by smooth_acceleration, as solve_cg's.
+// it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M, or H where the
+// iteration goes on, is not positive definite. In the discrete step's metric with couplings (w.coupled) a0 by smooth_acceleration, as solve_cg's.
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                  int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     const Rows &r = w.r;
