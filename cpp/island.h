@@ -4,7 +4,8 @@
 //     dof_trees(m, trees)                 the tree of each dof: the link carrying its tree's root body
 //     partition(m, r, islands, s, C)      each island's dofs and rows, in MuJoCo's order (islands by their first tree,
 //                                         dofs and rows ascending within one)
-//     island_rows(m, r, island, out)      the rows of one island (all nv columns; J is zero off the island's dofs)
+//     island_rows(m, r, island, out)      the rows of one island as the solvers read them (all nv columns, J zero off
+//                                         the island's dofs; or the island's own numbers)
 //
 // Trees are joined by the rows, each row's trees found as MuJoCo 4's treeIterInit finds them: a contact's are its two
 // geoms' bodies' trees, a connect's or weld's its two bodies' trees, any other row's those of its nonzero Jacobian
@@ -125,46 +126,62 @@ inline void partition(const Model &m, const Rows &r, std::vector<Island> &island
     }
 }
 
-// the rows of one island (MuJoCo's iefc_*) into out: each row's entries and compressed columns at island.rows, ne, nf,
-// nl counted there, the groups of consecutive rows kept; the contacts kept (contact ids still index them; with contacts
-// false out.con and out.contact_mu are left as they are: a caller that put them there once for every island), contact_row
-// renumbered (-1: the contact's rows are elsewhere). O(the island's rows and entries) besides contact_row's fill.
-inline void island_rows(const Model &m, const Rows &r, const Island &island, Rows &out, bool contacts = true) {
+// the rows of one island (MuJoCo's iefc_*) into out: of each row at island.rows what the solvers read (frictionloss, R,
+// D, aref, type, id; pos, margin, diagA, K, B, imp, impP and vel are not gathered), its entries and compressed columns,
+// ne, nf, nl counted there, the groups of consecutive rows kept; the contacts kept (contact ids still index them; with
+// contacts false out.con and out.contact_mu are left as they are: a caller that put them there once for every island),
+// contact_row renumbered (-1: the contact's rows are elsewhere). local (nv, or null): each column's number in the island
+// (ascending with the dofs': out.tree then the caller's, chains on the island's parents). O(the island's rows and
+// entries) besides contact_row's fill.
+inline void island_rows(const Model &m, const Rows &r, const Island &island, Rows &out, bool contacts = true,
+                        const int64_t *local = nullptr) {
     const std::vector<int> &k = island.rows;
-    out.nv = r.nv, out.nefc = int(k.size()), out.dense = false;
-    out.ne = out.nf = out.nl = 0;
-    std::vector<double> Rows::*per_row[] = {&Rows::pos, &Rows::margin, &Rows::frictionloss, &Rows::diagA, &Rows::R,
-                                            &Rows::D, &Rows::K, &Rows::B, &Rows::imp, &Rows::impP, &Rows::vel,
-                                            &Rows::aref};
+    const size_t n = k.size();
+    const int *at = k.data();
+    out.nv = r.nv, out.nefc = int(n), out.dense = false;
+    std::vector<double> Rows::*per_row[] = {&Rows::frictionloss, &Rows::R, &Rows::D, &Rows::aref};
+    for (auto field : {&Rows::pos, &Rows::margin, &Rows::diagA, &Rows::K, &Rows::B, &Rows::imp, &Rows::impP, &Rows::vel})
+        (out.*field).clear();                                          // not gathered: left empty, not stale
     for (auto field : per_row) {                                       // gathered through plain pointers (the
-        (out.*field).resize(k.size());                                 // vectors' storage is not re-read per entry)
+        (out.*field).resize(n);                                        // vectors' storage is not re-read per entry)
         double *to = (out.*field).data();
         const double *from = (r.*field).data();
-        const int *at = k.data();
-        for (size_t c = 0; c < k.size(); c++) to[c] = from[at[c]];
+        for (size_t c = 0; c < n; c++) to[c] = from[at[c]];
     }
-    out.type.resize(k.size()), out.id.resize(k.size());
-    out.start.assign(1, 0), out.cols.clear(), out.val.clear(), out.group.clear();
+    size_t entries = 0;                                                // sized once, then written in place
+    for (size_t c = 0; c < n; c++) entries += size_t(r.start[size_t(at[c]) + 1] - r.start[size_t(at[c])]);
+    out.type.resize(n), out.id.resize(n), out.start.resize(n + 1), out.cols.resize(entries), out.val.resize(entries);
+    out.group.clear();
     if (contacts) out.con = r.con, out.contact_mu = r.contact_mu;
     out.contact_row.assign(r.contact_row.size(), -1);
+    const int *rstart = r.start.data(), *rcols = r.cols.data();
+    const double *rval = r.val.data();
+    const int64_t *rtype = r.type.data(), *rid = r.id.data(), *rrow = r.contact_row.data();
+    int64_t *type = out.type.data(), *id = out.id.data(), *row = out.contact_row.data();
+    int *start = out.start.data(), *cols = out.cols.data();
+    double *val = out.val.data();
+    const int nf_end = r.ne + r.nf, nl_end = nf_end + r.nl;
+    int ne = 0, nf = 0, nl = 0, e = 0;
     // the first group of r starting at or after the island's first row (k ascending: the groups met in order)
-    auto group = std::lower_bound(r.group.begin(), r.group.end(), k.empty() ? 0 : k[0]);
-    for (size_t c = 0; c < k.size(); c++) {
-        size_t i = size_t(k[c]);
-        while (group != r.group.end() && *group < int(i)) ++group;
-        bool first = group != r.group.end() && *group == int(i);       // a group of r starts at row i
-        out.type[c] = r.type[i], out.id[c] = r.id[i];
-        out.ne += int(k[c] < r.ne), out.nf += int(k[c] >= r.ne && k[c] < r.ne + r.nf);
-        out.nl += int(k[c] >= r.ne + r.nf && k[c] < r.ne + r.nf + r.nl);
-        if (first || c == 0 || k[c - 1] != k[c] - 1) out.group.push_back(int(c));   // a group starts here
-        if (r.type[i] >= CONTACT_FRICTIONLESS && r.contact_row[size_t(r.id[i])] == int64_t(i))
-            out.contact_row[size_t(r.id[i])] = int64_t(c);             // the contact's first row
-        out.cols.insert(out.cols.end(), r.cols.begin() + r.start[i], r.cols.begin() + r.start[i + 1]);
-        out.val.insert(out.val.end(), r.val.begin() + r.start[i], r.val.begin() + r.start[i + 1]);
-        out.start.push_back(int(out.cols.size()));
+    auto group = std::lower_bound(r.group.begin(), r.group.end(), n == 0 ? 0 : at[0]);
+    start[0] = 0;
+    for (size_t c = 0; c < n; c++) {
+        const int i = at[c];
+        while (group != r.group.end() && *group < i) ++group;
+        bool first = group != r.group.end() && *group == i;            // a group of r starts at row i
+        type[c] = rtype[i], id[c] = rid[i];
+        ne += int(i < r.ne), nf += int(i >= r.ne && i < nf_end), nl += int(i >= nf_end && i < nl_end);
+        if (first || c == 0 || at[c - 1] != i - 1) out.group.push_back(int(c));   // a group starts here
+        if (rtype[i] >= CONTACT_FRICTIONLESS && rrow[rid[i]] == int64_t(i)) row[rid[i]] = int64_t(c);   // its first row
+        if (local)
+            for (int a = rstart[i]; a < rstart[i + 1]; a++) cols[e] = int(local[rcols[a]]), val[e++] = rval[a];
+        else
+            for (int a = rstart[i]; a < rstart[i + 1]; a++) cols[e] = rcols[a], val[e++] = rval[a];
+        start[c + 1] = e;
     }
+    out.ne = ne, out.nf = nf, out.nl = nl;
     out.group.push_back(out.nefc);
-    out.tree = chains(m, out);
+    if (!local) out.tree = chains(m, out);
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ namespace {
 constexpr int kMaxGroup = 6;                                         // a supernode's rows at most (a free joint's dofs)
 constexpr int kUpdateBatch = 8;                                      // rank-1 updates in one sweep over L (batched_update)
 constexpr int kMaxRun = 65535;                                       // a run's entries at most, less one (w.Lrun: 16 bits)
+constexpr int kShortRun = 4;                                         // runs shorter go inline, not through the wide
+                                                                     // kernels' pointers (the same operations on each entry)
 
 // v resized to n, its capacity exactly n when it grows (std::vector's resize may double it: the factor's arrays are
 // large)
@@ -401,7 +403,8 @@ inline bool cholesky(ConstraintWork &w, int n) {
                     const int r0 = run_start(run, b);
                     double *y = work[g] + col[r0];
                     const double *xs = L + r0;
-                    sub[0][0](&y, &xs, &xk, b - r0 + 1);
+                    if (b - r0 + 1 >= kShortRun) sub[0][0](&y, &xs, &xk, b - r0 + 1);
+                    else subtract_rows<1, 1>(&y, &xs, &xk, b - r0 + 1);  // short: inline
                 }
             }
             const double pivot = work[g][i];
@@ -449,7 +452,8 @@ inline void cholesky_solve_factored(const double *L, const int *adr, const int *
         b[k] = y;
         for (int e = adr[k] + nk - 1; e >= adr[k];) {                   // the runs from the last (axpy_run)
             const int r0 = run_start(run, e);
-            axpy(b + col[r0], L + r0, y, e - r0 + 1);
+            if (e - r0 + 1 >= kShortRun) axpy(b + col[r0], L + r0, y, e - r0 + 1);
+            else axpy_run(b + col[r0], L + r0, y, e - r0 + 1);         // short: inline
             e = r0 - 1;
         }
     }
@@ -789,6 +793,14 @@ inline double line_search(const Line &line, double snorm, double gtol, int64_t m
     return done(LinePoint{}, LINE_NO_IMPROVEMENT);
 }
 
+// column j's entry in a row's pattern [first, end) (ascending), walked on from p along ascending j's (a binary search
+// only when j is behind p): the same entry at's search finds
+inline const int *pattern_entry(const int *first, const int *end, const int *&p, int j) {
+    while (p < end && *p < j) p++;
+    if (p == end || *p != j) p = std::lower_bound(first, end, j);
+    return p;
+}
+
 // H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.Hval
 // (its lower triangle on its own entries, w.Hadr and w.Hcol: factor_pattern's before the fill-in), or w.LHt on the
 // tree's pattern when the rows are chains (_hessian; H is symmetric by construction)
@@ -836,25 +848,21 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
                     for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
                     continue;
                 }
-                // row cols[a] of the pattern walked along with the group's ascending columns (at's search only when
-                // they are not: the same entries)
                 const int *first = Lcol + Ladr[cols[a]], *end = Lcol + Ladr[cols[a] + 1], *p = first;
-                for (int b = 0; b <= a; b++) {
-                    while (p < end && *p < cols[b]) p++;
-                    if (p == end || *p != cols[b]) p = std::lower_bound(first, end, cols[b]);
-                    H[p - Lcol] += Ga[b];
-                }
+                for (int b = 0; b <= a; b++) H[pattern_entry(first, end, p, cols[b]) - Lcol] += Ga[b];
             }
     });
     const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
     if (tree) {
         for (int64_t a = 0; a < tree_nnz(m); a++) H[a] = M[a] + H[a];
     } else {
-        for (int k = 0; k < nv; k++)
+        for (int k = 0; k < nv; k++) {                                 // row k's pattern walked along M's ascending
+            const int *first = Lcol + Ladr[k], *end = Lcol + Ladr[k + 1], *p = first;   // columns (at's entries)
             for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++) {
-                double &h = at(k, int(col[a]));
+                double &h = H[pattern_entry(first, end, p, int(col[a])) - Lcol];
                 h = M[a] + h;
             }
+        }
     }
     for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
         int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
@@ -941,7 +949,10 @@ inline bool batched_update(ConstraintWork &w) {
             // contiguous loops, rotate_run: the same operations)
             for (int e = nk - 1; e >= 0;) {
                 const int j0 = run_start(w.Lrun.data(), base + e) - base;
-                rot[is](Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], e - j0 + 1);
+                const int len = e - j0 + 1;
+                if (len >= kShortRun) rot[is](Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], len);
+                else if (is) rotate_run<true>(Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], len);   // short: inline
+                else rotate_run<false>(Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], len);
                 e = j0 - 1;
             }
         }
@@ -1134,8 +1145,8 @@ inline int coupled_start(const Model &m, ConstraintWork &w, const double *M, con
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
 // (solver.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
-// it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
-// positive definite. In the discrete step's metric with couplings (w.coupled) a0 by smooth_acceleration, as solve_cg's.
+// it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M, or H where the
+// iteration goes on, is not positive definite. In the discrete step's metric with couplings (w.coupled) a0 by smooth_acceleration, as solve_cg's.
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                  int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     const Rows &r = w.r;
@@ -1182,12 +1193,14 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         primal_step(m, w, alpha);
         improvement = scale * ls_improvement;
         gnorm = scale * norm(grad, nv);
+        it++;
+        done = (0 < improvement && improvement < tolerance) || gnorm < tolerance;
+        if (done) break;                                               // H and the decrement only when still going
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
         std::copy(grad, grad + nv, step);
         solve_H(step);
         double decrement = std::max(0.0, 0.5 * scale * dot(grad, step, nv));   // Newton's predicted improvement
-        it++;
-        done = (0 < improvement && improvement < tolerance) || gnorm < tolerance || decrement < tolerance;
+        done = decrement < tolerance;
     }
     // converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
     done = done || status == LINE_NO_DIRECTION || status == LINE_OPTIMAL;
@@ -1939,9 +1952,8 @@ inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, co
     Model mi = m;
     mi.nv = int(n), mi.M_rowadr = w.island_rowadr.data(), mi.M_rownnz = w.island_rownnz.data();
     mi.M_colind = w.island_colind.data(), mi.dof_parentid = w.island_parent.data();
-    island_rows(m, all, island, w.r, contacts);
-    for (int &c : w.r.cols) c = int(w.island_local[size_t(c)]);
-    w.r.nv = int(n);
+    island_rows(m, all, island, w.r, contacts, w.island_local.data());   // its columns in the island's numbers
+    w.r.nv = int(n), w.r.tree = chains(mi, w.r);
     return mi;
 }
 

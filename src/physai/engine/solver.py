@@ -464,11 +464,13 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
             break
         qacc, Ma, Jaref, force, state, hess, grad = _primal_step(r, qfrc_smooth, qacc, Ma, Jaref, alpha, v, Mv, Jv)
         improvement = scale * ls_improvement
+        it += 1
+        done = (0 < improvement < tolerance) or gradient() < tolerance
+        if done:                                                      # H and the decrement only when still going
+            break
         H = _hessian(r, M, state, hess)
         step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
-        decrement = max(0.0, 0.5 * scale * float(grad @ step))        # Newton's predicted improvement
-        it += 1
-        done = (0 < improvement < tolerance) or gradient() < tolerance or decrement < tolerance
+        done = max(0.0, 0.5 * scale * float(grad @ step)) < tolerance  # Newton's predicted improvement
     # converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
     converged = done or status in (1, 2)
     return Solution(qacc, force, rows_transpose_times(r, force), it, improvement, bool(converged), state)
