@@ -240,7 +240,10 @@ inline void mesh_normals(const CcdObject &o, int dim, const int64_t ids[3], std:
     }
     int64_t found[2], kept[1];                                         // shared by the edge's ends (a face's: by all 3)
     int count = shared_entries(polys(ids[0]), mesh.polymapnum[ids[0]], polys(ids[1]), mesh.polymapnum[ids[1]], 2, found);
-    if (dim == 3) count = shared_entries(found, count, polys(ids[2]), mesh.polymapnum[ids[2]], 1, kept), found[0] = kept[0];
+    if (dim == 3) {
+        count = shared_entries(found, count, polys(ids[2]), mesh.polymapnum[ids[2]], 1, kept);
+        if (count) found[0] = kept[0];                                 // none shared: nothing read
+    }
     for (int c = 0; c < count; c++) add_polygon(found[c]);
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "spatial.h"
@@ -38,6 +39,7 @@ inline V3 operator*(double s, const V3 &a) { return {s * a[0], s * a[1], s * a[2
 
 // a list of at most N values kept in place, without allocating: the few weights, points and vertices of GJK's simplex
 template <class T, size_t N> struct Few {
+    static_assert(std::is_trivially_destructible_v<T>, "Few's slots are assigned unmade and never destroyed");
     union { T items[N]; };                                              // left unmade: only the first n are read
     size_t n = 0;
     Few() {}
@@ -702,7 +704,7 @@ inline int epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
         double lower = std::sqrt(lower2);
         V3 v = pt.faces[size_t(f)].proj;
         int wi = epa_support(pt, o1, o2, v, lower);
-        const Vertex &w = pt.verts[size_t(wi)];                         // no vertex is added before its last use
+        const Vertex &w = pt.verts[size_t(wi)];                         // valid to its last use: horizon adds no vertex
         double upper_k = dot3(v, w.vert) / lower;
         if (upper_k < upper) upper = upper_k, upper2 = upper_k * upper_k;
         if (upper_k - lower < tolerance) {                              // this support point closes the gap
