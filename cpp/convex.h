@@ -12,6 +12,8 @@
 //                                             MuJoCo's mjc_ConvexHField: a heightfield's prisms against a convex geom
 #pragma once
 
+#include <optional>
+
 #include "primitives.h"
 #include "gjk.h"
 
@@ -186,14 +188,15 @@ inline void box_normals(const CcdObject &o, int dim, const int64_t ids[3], const
         for (int k = 0; k < 3; k++) faces.push_back(2 * k + !(ids[0] >> k & 1)), normals.push_back(box_normal(o, int(faces.back())));
         return;
     }
-    std::vector<int64_t> shared;
+    int64_t shared[3];
+    int count = 0;
     for (int k = 0; k < 3; k++) {
         bool all = true, none = true;
         for (int i = 0; i < dim; i++) all = all && (ids[i] >> k & 1), none = none && !(ids[i] >> k & 1);
-        if (all || none) shared.push_back(2 * k + none);
+        if (all || none) shared[count++] = 2 * k + none;
     }
-    if (int(shared.size()) != 4 - dim) return box_normal_near(o, direction, normals, faces);   // a face: 1 axis; an edge: 2
-    for (int64_t f : shared) normals.push_back(box_normal(o, int(f))), faces.push_back(f);
+    if (count != 4 - dim) return box_normal_near(o, direction, normals, faces);   // a face: 1 axis; an edge: 2
+    for (int c = 0; c < count; c++) normals.push_back(box_normal(o, int(shared[c]))), faces.push_back(shared[c]);
 }
 
 // the unit directions and far ends of the box edges at a corner (dim 1: its 3 edges) or of the edge points[0] points[1]
@@ -207,19 +210,18 @@ inline void box_edge_normals(const CcdObject &o, int dim, const V3 points[3], in
     for (const V3 &e : ends) edges.push_back(normalize(e - points[0]));
 }
 
-// box face f's 4 corners in the world, in MuJoCo's order
-inline std::vector<V3> box_face(const CcdObject &o, int64_t f) {
-    std::vector<V3> out;
+// box face f's 4 corners in the world, in MuJoCo's order, into out (emptied)
+inline void box_face(const CcdObject &o, int64_t f, std::vector<V3> &out) {
+    out.clear();
     for (int c : BOX_FACES[f]) out.push_back(box_corner(o, c));
-    return out;
 }
 
-// the first (up to limit) entries of a also in b, in a's order
-inline std::vector<int64_t> shared_entries(const int64_t *a, int64_t na, const int64_t *b, int64_t nb, size_t limit = 2) {
-    std::vector<int64_t> out;
-    for (int64_t i = 0; i < na && out.size() < limit; i++)
-        if (std::find(b, b + nb, a[i]) != b + nb) out.push_back(a[i]);
-    return out;
+// the first (up to limit) entries of a also in b, in a's order, into out; how many
+inline int shared_entries(const int64_t *a, int64_t na, const int64_t *b, int64_t nb, int limit, int64_t *out) {
+    int count = 0;
+    for (int64_t i = 0; i < na && count < limit; i++)
+        if (std::find(b, b + nb, a[i]) != b + nb) out[count++] = a[i];
+    return count;
 }
 
 // the world normals and polygon ids of the mesh polygons holding all dim vertices ids (a vertex: all of its
@@ -228,17 +230,21 @@ inline void mesh_normals(const CcdObject &o, int dim, const int64_t ids[3], std:
                          std::vector<int64_t> &faces) {
     const ConvexMesh &mesh = *static_cast<const ConvexMesh *>(o.mesh);
     auto polys = [&](int64_t v) { return mesh.polymap + mesh.polymapadr[v]; };
-    std::vector<int64_t> found;
-    if (dim == 1) {
-        found.assign(polys(ids[0]), polys(ids[0]) + mesh.polymapnum[ids[0]]);
-    } else {
-        found = shared_entries(polys(ids[0]), mesh.polymapnum[ids[0]], polys(ids[1]), mesh.polymapnum[ids[1]]);
-        if (dim == 3) found = shared_entries(found.data(), int64_t(found.size()), polys(ids[2]), mesh.polymapnum[ids[2]], 1);
-    }
-    for (int64_t p : found) {
+    auto add_polygon = [&](int64_t p) {
         const double *n = mesh.polynormal + 3 * p;
         normals.push_back(rotate(o, {n[0], n[1], n[2]})), faces.push_back(p);
+    };
+    if (dim == 1) {
+        for (int64_t i = 0; i < mesh.polymapnum[ids[0]]; i++) add_polygon(polys(ids[0])[i]);
+        return;
     }
+    int64_t found[2], kept[1];                                         // shared by the edge's ends (a face's: by all 3)
+    int count = shared_entries(polys(ids[0]), mesh.polymapnum[ids[0]], polys(ids[1]), mesh.polymapnum[ids[1]], 2, found);
+    if (dim == 3) {
+        count = shared_entries(found, count, polys(ids[2]), mesh.polymapnum[ids[2]], 1, kept);
+        if (count) found[0] = kept[0];                                 // none shared: nothing read
+    }
+    for (int c = 0; c < count; c++) add_polygon(found[c]);
 }
 
 // mesh vertex v in the world
@@ -265,12 +271,11 @@ inline void mesh_edge_normals(const CcdObject &o, int dim, const V3 points[3], i
     for (const V3 &e : ends) edges.push_back(normalize(e - points[0]));
 }
 
-// mesh polygon p's vertices in the world, in reverse order
-inline std::vector<V3> mesh_face(const CcdObject &o, int64_t p) {
+// mesh polygon p's vertices in the world, in reverse order, into out (emptied)
+inline void mesh_face(const CcdObject &o, int64_t p, std::vector<V3> &out) {
     const ConvexMesh &mesh = *static_cast<const ConvexMesh *>(o.mesh);
-    std::vector<V3> out;
+    out.clear();
     for (int64_t k = mesh.polyvertnum[p] - 1; k >= 0; k--) out.push_back(mesh_vertex(o, mesh.polyvert[mesh.polyvertadr[p] + k]));
-    return out;
 }
 
 // a cylinder's cap normal and cap id (0: +z, 1: -z) when its side of EPA's face is one cap point, else none
@@ -293,20 +298,19 @@ constexpr double COS16[16] = {1.0, 0.923879532511287, 0.707106781186548, 0.38268
                               -0.707106781186547, -0.923879532511287, -1.0, -0.923879532511287, -0.707106781186548,
                               -0.382683432365090, 0.0, 0.382683432365090, 0.707106781186547, 0.923879532511287};
 
-// cap f (0: +z, 1: -z) as a 16-gon of rim points in the world, clockwise seen from outside
-inline std::vector<V3> cylinder_face(const CcdObject &o, int64_t f) {
+// cap f (0: +z, 1: -z) as a 16-gon of rim points in the world, clockwise seen from outside, into out (emptied)
+inline void cylinder_face(const CcdObject &o, int64_t f, std::vector<V3> &out) {
     double sign = f ? -1.0 : 1.0, r = o.size[0], h = o.size[1];
-    std::vector<V3> out;
+    out.clear();
     for (int k = 0; k < 16; k++) out.push_back(to_world(o, {COS16[k] * r, -COS16[(k + 12) % 16] * r * sign, sign * h}));
-    return out;
 }
 
 // a capsule's side line through point (its witness point), from the -z end's level to the +z end's:
-// point + (-s -+ h) z with s = <point - p, z>, the axial coordinate of point
-inline std::vector<V3> capsule_side(const CcdObject &o, const V3 &point) {
+// point + (-s -+ h) z with s = <point - p, z>, the axial coordinate of point; into out (emptied)
+inline void capsule_side(const CcdObject &o, const V3 &point, std::vector<V3> &out) {
     V3 z{o.mat[2], o.mat[5], o.mat[8]};
     double s = dot3(point - o.pos, z);
-    return {z * (-s - o.size[1]) + point, z * (o.size[1] - s) + point};
+    out.clear(), out.push_back(z * (-s - o.size[1]) + point), out.push_back(z * (o.size[1] - s) + point);
 }
 
 // the face normals and face ids of a box, mesh or cylinder at its side of EPA's face
@@ -325,9 +329,11 @@ inline void edge_normals(const CcdObject &o, int dim, const V3 points[3], int64_
     else cylinder_edge_normals(o, points, vertex, edges, ends);
 }
 
-// face f of a box, mesh or cylinder, its points in the world
-inline std::vector<V3> face_points(const CcdObject &o, int64_t f) {
-    return o.kind == GEOM_BOX ? box_face(o, f) : o.kind == GEOM_MESH ? mesh_face(o, f) : cylinder_face(o, f);
+// face f of a box, mesh or cylinder, its points in the world, into out (emptied)
+inline void face_points(const CcdObject &o, int64_t f, std::vector<V3> &out) {
+    if (o.kind == GEOM_BOX) box_face(o, f, out);
+    else if (o.kind == GEOM_MESH) mesh_face(o, f, out);
+    else cylinder_face(o, f, out);
 }
 
 // the (i, j) of the normals n1[i], n2[j] facing each other most closely (least cosine, the first of equals) when
@@ -359,11 +365,11 @@ inline bool aligned_face_edge(const std::vector<V3> &edges, const std::vector<V3
 inline double area4(const V3 &a, const V3 &b, const V3 &c, const V3 &d) { return 0.5 * norm3(cross3(c - a, d - b)); }
 
 // the 4 vertices of the polygon (n > 4, convex, in order) spanning the largest quadrilateral, as MuJoCo's rotating
-// search finds them: for each first corner a, move d, then c, then b forward while the area grows
-inline std::vector<V3> polygon_quad(const std::vector<V3> &polygon) {
+// search finds them: for each first corner a, move d, then c, then b forward while the area grows; in place
+inline void polygon_quad(std::vector<V3> &polygon) {
     size_t n = polygon.size();
     auto area = [&](size_t a, size_t b, size_t c, size_t d) { return area4(polygon[a], polygon[b], polygon[c], polygon[d]); };
-    auto step = [n](size_t i) { return (i + 1) % n; };
+    auto step = [n](size_t i) { return i + 1 < n ? i + 1 : 0; };     // (i + 1) % n, i < n: no division
     size_t b = 1, c = 2, d = 3, best[4] = {0, 1, 2, 3};
     double m = area(0, 1, 2, 3), m_next;
     for (size_t a = 0; a < n; a++) {
@@ -380,7 +386,8 @@ inline std::vector<V3> polygon_quad(const std::vector<V3> &polygon) {
             }
         }
     }
-    return {polygon[best[0]], polygon[best[1]], polygon[best[2]], polygon[best[3]]};
+    const V3 quad[4] = {polygon[best[0]], polygon[best[1]], polygon[best[2]], polygon[best[3]]};
+    polygon.assign(quad, quad + 4);
 }
 
 // the unit normal of the plane through the edge v1 v2 along n: (v2 - v1) x n, normalized
@@ -421,27 +428,30 @@ inline void clip(const std::vector<V3> &polygon, const V3 &a, const V3 &pn, std:
 struct CcdRoom {
     Polytope polytope;
     std::vector<V3> polygon, clipped, n1, n2, edges, ends;
+    std::vector<V3> face1, face2, kept;                                 // the two faces clipped, the points kept
     std::vector<int64_t> faces1, faces2;
+    std::vector<Witness> found;                                         // the witness pairs (multicontact's, else ccd's)
 };
 
 // the contacts of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes through face1's edges
 // along n, its points within margin of face1's plane kept, each a witness pair; more than 4: the largest
-// quadrilateral's; an edge's: its two farthest points (convex.polygon_clip)
-inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std::vector<V3> &face2, const V3 &n,
-                                         const V3 &direction, double margin, CcdRoom &room) {
-    std::vector<Witness> out;
-    if (face1.size() < 3) return out;
+// quadrilateral's; an edge's: its two farthest points (convex.polygon_clip); into out (emptied)
+inline void polygon_clip(const std::vector<V3> &face1, const std::vector<V3> &face2, const V3 &n, const V3 &direction,
+                         double margin, CcdRoom &room, std::vector<Witness> &out) {
+    out.clear();
+    if (face1.size() < 3) return;
     std::vector<V3> &polygon = room.polygon, &clipped = room.clipped;   // clipped edge by edge between the two
-    std::vector<V3> kept;
+    std::vector<V3> &kept = room.kept;
+    kept.clear();
     polygon.assign(face2.begin(), face2.end());
     for (size_t e = 0; e < face1.size(); e++) {
-        clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % face1.size()], n), clipped);
+        clip(polygon, face1[e], plane_normal(face1[e], face1[e + 1 < face1.size() ? e + 1 : 0], n), clipped);
         std::swap(polygon, clipped);
     }
     for (const V3 &p : polygon)
         if (dot3(p - face1[0], n) <= margin) kept.push_back(p);         // within margin of face1's plane
     if (kept.size() > size_t(MAX_POLYGON_CONTACTS)) {
-        kept = polygon_quad(kept);
+        polygon_quad(kept);
     } else if (face2.size() == 2 && kept.size() > 2) {                  // an edge: its two farthest points
         size_t b1 = 0, b2 = 1;
         double far = 0.0;
@@ -450,23 +460,22 @@ inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std
                 double d2 = dot3(kept[j] - kept[i], kept[j] - kept[i]);
                 if (d2 > far) b1 = i, b2 = j, far = d2;
             }
-        kept = {kept[b1], kept[b2]};
+        const V3 ends[2] = {kept[b1], kept[b2]};
+        kept.assign(ends, ends + 2);
     }
     for (const V3 &p : kept) out.push_back(witness_on_face(p, face1[0], n, direction));
-    return out;
 }
 
 // multicontact's witness pairs (dist: the bare geoms' signed distance) as ccd's: each geom grown by margin / 2 along
 // the clipped face's unit normal n from geom 1 into geom 2, dist - margin; unchanged without margin
-// (convex.inflate_witnesses)
-inline std::vector<Witness> inflate_witnesses(std::vector<Witness> found, const V3 &n, double margin) {
-    if (!margin) return found;
+// (convex.inflate_witnesses); in place
+inline void inflate_witnesses(std::vector<Witness> &found, const V3 &n, double margin) {
+    if (!margin) return;
     double half = 0.5 * margin;
     for (Witness &w : found) {
         w.dist -= half + half;
         inflate_along(w.x1, w.x2, n, half, half);
     }
-    return found;
 }
 
 // the 3 Vertex multi-contact reads: EPA's last face, else GJK's last simplex (the geoms without their margin apart, or
@@ -504,31 +513,31 @@ inline void edge_points(const CcdObject &o, const Simplex &face, int side, doubl
 // (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on, as a box's edge is, else none; with
 // a margin (MuJoCo 4.0's library: a capsule is not grown again), the grown capsule's line clipped, its points within
 // half the margin of the face kept, only geom 2's witness grown by half the margin along the face's normal, dist - half
-// (convex.capsule_on_face)
-inline std::vector<Witness> capsule_on_face(const Status &status, const CcdObject &o1, const CcdObject &o2,
-                                            const std::vector<V3> &n2, const std::vector<int64_t> &faces2, double margin,
-                                            CcdRoom &room) {
+// (convex.capsule_on_face); into room.found (left empty: none)
+inline void capsule_on_face(const Status &status, const CcdObject &o1, const CcdObject &o2, const std::vector<V3> &n2,
+                            const std::vector<int64_t> &faces2, double margin, CcdRoom &room) {
     size_t i, j;
-    if (!aligned_face_edge({V3{o1.mat[2], o1.mat[5], o1.mat[8]}}, n2, status.x2 - status.x1, i, j)) return {};
+    room.edges.clear(), room.edges.push_back(V3{o1.mat[2], o1.mat[5], o1.mat[8]});
+    if (!aligned_face_edge(room.edges, n2, status.x2 - status.x1, i, j)) return;
     double half = 0.5 * margin;
-    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), capsule_side(o1, status.x1), n2[j], -n2[j], half,
-                                              room);
-    for (Witness &w : found) {
+    face_points(o2, faces2[j], room.face1), capsule_side(o1, status.x1, room.face2);
+    polygon_clip(room.face1, room.face2, n2[j], -n2[j], half, room, room.found);
+    for (Witness &w : room.found) {
         std::swap(w.x1, w.x2);                                          // the faces were swapped
         w.dist -= half;
         inflate_along(w.x1, w.x2, -n2[j], 0.0, half);
     }
-    return found;
 }
 
 // MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders, or of a capsule (geom 1) with a cylinder
 // or a mesh (capsule_on_face), from EPA's last face (or GJK's last simplex), the bare geoms' features clipped, points
-// within margin kept, or none (keep ccd's one)
-inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2, double margin,
-                                         CcdRoom &room) {
-    std::vector<Witness> none;
+// within margin kept, or none (keep ccd's one); into room.found (emptied; left empty: none)
+inline void multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2, double margin, CcdRoom &room) {
+    std::vector<Witness> &found = room.found;
+    std::vector<V3> &face1 = room.face1, &face2 = room.face2;
+    found.clear();
     for (const CcdObject *o : {&o1, &o2})
-        if (o->kind == GEOM_MESH && !static_cast<const ConvexMesh *>(o->mesh)->npoly) return none;
+        if (o->kind == GEOM_MESH && !static_cast<const ConvexMesh *>(o->mesh)->npoly) return;
     Simplex face = simplex_face(status);
     int64_t ids1[3], ids2[3];
     V3 p1[3], p2[3];
@@ -542,31 +551,34 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     if (o1.kind == GEOM_CAPSULE) return capsule_on_face(status, o1, o2, n2, faces2, margin, room);   // a capsule's side on a face of 2
     feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
     size_t i, j;
-    if (aligned_faces(n1, n2, i, j))                                   // face on face
-        return inflate_witnesses(polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j], margin, room),
-                                 -n2[j], margin);
-    auto edge_of_1 = [&](std::vector<Witness> &out) {                 // an edge of 1 on a face of 2: whether aligned
+    if (aligned_faces(n1, n2, i, j)) {                                 // face on face
+        face_points(o1, faces1[i], face1), face_points(o2, faces2[j], face2);
+        polygon_clip(face1, face2, n1[i], n2[j], margin, room, found);
+        return inflate_witnesses(found, -n2[j], margin);
+    }
+    auto edge_of_1 = [&]() {                                           // an edge of 1 on a face of 2: whether aligned
         edges.clear(), ends.clear();
         edge_normals(o1, dim1, p1, ids1[0], edges, ends);
         if (!aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) return false;
-        std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin, room);
+        face_points(o2, faces2[j], face1), face2.clear(), face2.push_back(p1[0]), face2.push_back(ends[i]);
+        polygon_clip(face1, face2, n2[j], -n2[j], margin, room, found);
         for (Witness &w : found) std::swap(w.x1, w.x2);                 // the faces were swapped
-        out = inflate_witnesses(found, -n2[j], margin);
+        inflate_witnesses(found, -n2[j], margin);
         return true;
     };
     // 1's edge before 2's (from GJK's simplex between a box and a mesh, where 1's side is larger: after it)
     bool first = dim1 <= dim2 || !status.face.empty() || o1.kind == GEOM_CYLINDER || o2.kind == GEOM_CYLINDER;
-    std::vector<Witness> found;
-    if (dim1 < 3 && first && edge_of_1(found)) return found;
+    if (dim1 < 3 && first && edge_of_1()) return;
     if (dim2 < 3) {                                                    // an edge of 2 on a face of 1
         edges.clear(), ends.clear();
         edge_normals(o2, dim2, p2, ids2[0], edges, ends);
-        if (aligned_face_edge(edges, n1, status.x1 - status.x2, i, j))
-            return inflate_witnesses(polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j], margin, room), n1[j],
-                                     margin);
+        if (aligned_face_edge(edges, n1, status.x1 - status.x2, i, j)) {
+            face_points(o1, faces1[j], face1), face2.clear(), face2.push_back(p2[0]), face2.push_back(ends[i]);
+            polygon_clip(face1, face2, n1[j], -n1[j], margin, room, found);
+            return inflate_witnesses(found, n1[j], margin);
+        }
     }
-    if (dim1 < 3 && !first && edge_of_1(found)) return found;
-    return none;
+    if (dim1 < 3 && !first) edge_of_1();
 }
 
 // whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, a cylinder with a
@@ -599,11 +611,10 @@ inline bool contact(const std::vector<Witness> &found, double margin, std::vecto
     return true;
 }
 
-// ccd's one witness pair (none when it found none)
-inline std::vector<Witness> witnesses(const Status &status) {
-    std::vector<Witness> found;
+// ccd's one witness pair (none when it found none), into found (emptied)
+inline void witnesses(const Status &status, std::vector<Witness> &found) {
+    found.clear();
     if (status.nx) found.push_back({status.dist, status.x1, status.x2});
-    return found;
 }
 
 // MuJoCo's mjc_Convex with native CCD (convex.convex): ccd's contact, or up to 4 by multicontact (polygon_pair) from
@@ -612,15 +623,17 @@ inline std::vector<Witness> witnesses(const Status &status) {
 void convex_pair(const Pair &p, std::vector<PreContact> &out) {
     CcdObject o1 = make_object(p.type1, p.pos1, p.mat1, p.size1, p.mesh1, p.margin);
     CcdObject o2 = make_object(p.type2, p.pos2, p.mat2, p.size2, p.mesh2, p.margin);
-    CcdRoom local;                                                     // the caller's room, else one made here
-    CcdRoom &room = p.room ? *p.room : local;
+    std::optional<CcdRoom> local;                                      // the caller's room, else one made here
+    CcdRoom &room = p.room ? *p.room : local.emplace();
     Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations, &room.polytope);
-    std::vector<Witness> found;
+    std::vector<Witness> &found = room.found;
+    found.clear();
     bool shallow = status.shallow && status.dist < 0;                  // a capsule touching, its segment apart
     bool apart = p.margin > 0 && !status.simplex.empty() && status.dist < MAX_LIMIT;   // within the margin: GJK's simplex
     if (polygon_pair(p.type1, p.type2, p.multiccd) && (!status.face.empty() || shallow || apart))
-        found = multicontact(status, o1, o2, p.margin, room);
-    contact(found.empty() ? witnesses(status) : found, p.margin, out);
+        multicontact(status, o1, o2, p.margin, room);
+    if (found.empty()) witnesses(status, found);
+    contact(found, p.margin, out);
 }
 
 // ---------------------------------------------------------------- heightfields (MuJoCo's mjc_ConvexHField)
@@ -705,6 +718,7 @@ void hfield_convex(const Pair &p, std::vector<PreContact> &out) {
         prism_add(prism, dx * double(c) - size[0], dy * double(r) - size[1], hf.elevation[r * ncol + c] * size[2]);
     };
     size_t start = out.size();
+    std::vector<Witness> one;                                          // a prism's witness pair
     for (int64_t r = rmin; r < rmax; r++) {
         corner(r + 1, cmin), corner(r, cmin);
         for (int64_t c = cmin + 1; c <= cmax; c++) {
@@ -715,7 +729,8 @@ void hfield_convex(const Pair &p, std::vector<PreContact> &out) {
                     continue;                                          // wholly below the geom and its margin
                 o1.pos = prism_center(prism);
                 Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations, p.room ? &p.room->polytope : nullptr);
-                if (contact(witnesses(status), margin, out)) {         // back to the world: R1 x + p1
+                witnesses(status, one);
+                if (contact(one, margin, out)) {         // back to the world: R1 x + p1
                     PreContact &con = out.back();
                     double pos[3] = {con.pos[0], con.pos[1], con.pos[2]};
                     double normal[3] = {con.normal[0], con.normal[1], con.normal[2]};

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "spatial.h"
@@ -38,11 +39,12 @@ inline V3 operator*(double s, const V3 &a) { return {s * a[0], s * a[1], s * a[2
 
 // a list of at most N values kept in place, without allocating: the few weights, points and vertices of GJK's simplex
 template <class T, size_t N> struct Few {
-    T items[N];
+    static_assert(std::is_trivially_destructible_v<T>, "Few's slots are assigned unmade and never destroyed");
+    union { T items[N]; };                                              // left unmade: only the first n are read
     size_t n = 0;
-    Few() = default;
+    Few() {}
     Few(std::initializer_list<T> values) { for (const T &x : values) push_back(x); }
-    Few(const Few &o) = default;
+    Few(const Few &o) : n(o.n) { for (size_t i = 0; i < n; i++) items[i] = o.items[i]; }
     // the first n values copied, not all N (a simplex of 4 vertices is 544 bytes: workspace only, the same values)
     Few &operator=(const Few &o) {
         n = o.n;
@@ -670,7 +672,7 @@ inline bool join(Polytope &pt, int wi, double lower2, double upper2) {
         int cur = nfaces + i;
         pt.faces[size_t(h)].adj[e] = cur;
         int previous = i == 0 ? nfaces + nedges - 1 : cur - 1;
-        double dist2 = attach_face(pt, wi, v2, v1, previous, h, nfaces + (i + 1) % nedges);
+        double dist2 = attach_face(pt, wi, v2, v1, previous, h, nfaces + (i + 1 < nedges ? i + 1 : 0));
         if (dist2 == 0) return false;
         if (lower2 <= dist2 && dist2 <= upper2) {
             pt.faces.back().index = int(pt.map.size());
@@ -702,7 +704,7 @@ inline int epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
         double lower = std::sqrt(lower2);
         V3 v = pt.faces[size_t(f)].proj;
         int wi = epa_support(pt, o1, o2, v, lower);
-        Vertex w = pt.verts[size_t(wi)];
+        const Vertex &w = pt.verts[size_t(wi)];                         // valid to its last use: horizon adds no vertex
         double upper_k = dot3(v, w.vert) / lower;
         if (upper_k < upper) upper = upper_k, upper2 = upper_k * upper_k;
         if (upper_k - lower < tolerance) {                              // this support point closes the gap

@@ -290,10 +290,11 @@ inline void widest_quad(const ConvexMesh &m, const int64_t *corners, int64_t n, 
     auto at = [&](int64_t i) { return m.vert + 3 * corners[i]; };
     int64_t b = (k + 1) % n, c = (k + 2) % n, d = (k + 3) % n;
     double area = quad_area(at(k), at(b), at(c), at(d)), moved;
-    while ((moved = quad_area(at(k), at(b), at(c), at((d + 1) % n))) > area) {
-        area = moved, d = (d + 1) % n;
-        while ((moved = quad_area(at(k), at(b), at((c + 1) % n), at(d))) > area) area = moved, c = (c + 1) % n;
-        while ((moved = quad_area(at(k), at((b + 1) % n), at(c), at(d))) > area) area = moved, b = (b + 1) % n;
+    auto step = [n](int64_t i) { return i + 1 < n ? i + 1 : 0; };    // (i + 1) % n, i < n: no division
+    while ((moved = quad_area(at(k), at(b), at(c), at(step(d)))) > area) {
+        area = moved, d = step(d);
+        while ((moved = quad_area(at(k), at(b), at(step(c)), at(d))) > area) area = moved, c = step(c);
+        while ((moved = quad_area(at(k), at(step(b)), at(c), at(d))) > area) area = moved, b = step(b);
     }
     bcd[0] = b, bcd[1] = c, bcd[2] = d;
 }
