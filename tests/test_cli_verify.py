@@ -145,18 +145,19 @@ def test_a_wrong_constraint_force_fails_with_exit_1(capsys, monkeypatch):
 
 
 def test_the_constraints_table_times_warm_calls_not_one_time_work(capsys, monkeypatch):
-    """A first call that takes 0.2 s longer (one-time setup, as the compiled model's preparation) is not in the time per
-    call: the constrained inverse dynamics is timed as the first table is (best of REPEATS sweeps), and stays within a
-    few times mj_inverse's time instead of the 0.2 s / N a cold sweep adds."""
+    """A first call that takes 1 s longer (one-time setup, as the compiled model's preparation) is not in the time per
+    call: the constrained inverse dynamics is timed as the first table is (best of REPEATS sweeps), not from a cold
+    sweep, which would report at least 1 s / N per call. The bound is that one-time second's share, not a speed: the
+    NumPy engine's calls (milliseconds) pass it as the compiled ones do."""
     inverse, calls = verify.constraints.inverse_dynamics, []
 
     def cold_first(*args, **kwargs):
         if not calls:
-            time.sleep(0.2)
+            time.sleep(1.0)
         calls.append(1)
         return inverse(*args, **kwargs)
 
     monkeypatch.setattr(verify.constraints, "inverse_dynamics", cold_first)
     assert main(["verify", "franka_emika_panda", "--states", "10"]) == 0
-    ours, mj = (float(x) for x in _constraint_rows(capsys.readouterr().out)["inverse dynamics"].split()[-3:-1])
-    assert ours < 0.2e6 / 10 / 4 and ours < 50 * mj, (ours, mj)
+    ours = float(_constraint_rows(capsys.readouterr().out)["inverse dynamics"].split()[-3])
+    assert len(calls) > 10 and ours < 1e6 / 10 / 4, (len(calls), ours)
