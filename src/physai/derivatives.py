@@ -619,7 +619,7 @@ class _Constraints:
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             found, moved = self._moved_contacts(Q, dofs)
-        if contacts and not (n == 0 and self._one_side(found[:, 3:6])):
+        if contacts and not (n == 0 and (nc == 0 or self._one_side(found[:, 3:6]))):   # none found where none is held
             floats, ints = self._every_contact(found, moved)
             order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3), ints[:nc])   # the optimum's ints
             if order is not None:                      # each state's contacts in the optimum's order
