@@ -281,11 +281,9 @@ def _joint_dofs(model: Model) -> np.ndarray:
 
 @per_model
 def _body_dofs(model: Model) -> np.ndarray:
-    """(nbody + 1, nv) bool: [b, k] true where dof k moves body b (its link's chain), the last row (index -1: the world)
-    none (_Constraints._moving_dofs' table, made once per model)."""
-    link = model.body_linkid
-    chains = model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].T & (link >= 0)[:, None]
-    out = np.vstack([chains, np.zeros((1, model.nv), bool)])
+    """(nbody + 1, nv) bool: row b the dofs that move body b (dof_chain), the last row (index -1: the world) none
+    (_Constraints._moving_dofs' table, made once per model)."""
+    out = np.vstack([dof_chain(model, b) for b in range(model.nbody)] + [np.zeros(model.nv, bool)])
     out.setflags(write=False)
     return out
 
@@ -1404,7 +1402,7 @@ class _Constraints:
         H = M + r.J.T @ self._times_S(r.J)
         Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
         if t.moving.size:
-            Gq[:, t.moving], Wq[:, t.moving] = self._product_rule(t.J, t.force, np.array(FD_WEIGHTS)[:, 1], t.moving.size)
+            Gq[:, t.moving], Wq[:, t.moving] = self._product_rule(t.J, t.force, _FD_POINT_WEIGHTS, t.moving.size)
         turning, df = self._analytic_forces(t.rows, t.dJ, t.dpos, qd)
         Gq += turning
         Wq[t.rows] += df
