@@ -55,6 +55,7 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 (cpp/step_derivative.h mirrors _Stepper and step_derivatives function by function: one state in C++, batches on threads).
 """
 
+import functools
 import warnings
 from typing import NamedTuple
 
@@ -275,6 +276,15 @@ def _joint_dofs(model: Model) -> np.ndarray:
     out = np.zeros((model.njnt, model.nv), bool)
     for j, (adr, kind) in enumerate(zip(model.jnt_dofadr.tolist(), model.jnt_type.tolist())):
         out[j, adr:adr + joints.NV[kind]] = True
+    return out
+
+
+@per_model
+def _body_dofs(model: Model) -> np.ndarray:
+    """(nbody + 1, nv) bool: row b the dofs that move body b (dof_chain), the last row (index -1: the world) none
+    (_Constraints._moving_dofs' table, made once per model)."""
+    out = np.vstack([dof_chain(model, b) for b in range(model.nbody)] + [np.zeros(model.nv, bool)])
+    out.setflags(write=False)
     return out
 
 
@@ -607,7 +617,7 @@ class _Constraints:
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             found, moved = self._moved_contacts(Q, dofs)
-        if contacts and not (n == 0 and self._one_side(found[:, 3:6])):
+        if contacts and not (n == 0 and (nc == 0 or self._one_side(found[:, 3:6]))):   # none found where none is held
             floats, ints = self._every_contact(found, moved)
             order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3), ints[:nc])   # the optimum's ints
             if order is not None:                      # each state's contacts in the optimum's order
@@ -632,7 +642,7 @@ class _Constraints:
         InvalidStateError (_refuse_switch) unless each state has those (count, dim, bodies). Each state collides only the
         pairs its dof moves (_detect_subset), posing only the bodies its dof moves, the others as at q (_points' base:
         detect's along); the optimum's other contacts, whose geoms it does not move, are as at q (_every_contact)."""
-        model, nc = self.model, len(self.r.contact_dim)
+        model = self.model
         constraint.prepare_compiled(model)
         subset, moved = self._detect_subset(dofs)
         ncon, floats, ints, near = native.detect_arrays(model, Q, subset, (self.base, dofs))
@@ -640,7 +650,7 @@ class _Constraints:
             collision.warn_near(model, near, stacklevel=6)
         if (ncon != moved.sum(axis=1)).any():
             self._refuse_switch()
-        if (ints != np.broadcast_to(self.contacts[0].packed()[1], (len(Q), nc, 3))[moved]).any():   # dim, bodies
+        if (ints != self.contacts[0].packed()[1][np.nonzero(moved)[1]]).any():   # dim, bodies: each state's moved ones
             self._refuse_switch()
         return floats, moved
 
@@ -661,7 +671,7 @@ class _Constraints:
         apart, either, index = _pair_motions(model)
         touching = np.zeros(apart.shape[1], bool)                          # the pairs with a contact at q
         touching[[k for pair in at_q.tolist() for k in index.get(tuple(pair), ())]] = True
-        subset = apart[dofs] | (either[dofs] & touching)                   # (n, P), C order: as the kernel reads it
+        subset = (apart | (either & touching))[dofs]                       # (n, P), C order: as the kernel reads it
         moved = (model.geom_dofs[at_q[:, 0]] | model.geom_dofs[at_q[:, 1]]).T[dofs]
         return subset, moved
 
@@ -957,10 +967,7 @@ class _Constraints:
             at_limit = np.concatenate([at_limit, limited[near]])
         moving |= _joint_dofs(model)[at_limit].any(axis=0)
         held = np.concatenate([differenced, [True]])[r.contact_row]   # its rows differenced, or none (row -1: the True)
-        bodies = r.contact_body[held]
-        links = model.body_linkid[bodies[bodies >= 0]]
-        links = links[links >= 0]                       # the chain of each link's last dof
-        return moving | model.dof_ancestor[:, model.link_dofadr[links] + model.link_dofnum[links] - 1].any(axis=1)
+        return moving | _body_dofs(model)[r.contact_body[held].ravel()].any(axis=0)   # the bodies' chains
 
     # ------------------------------------------------ the rows' analytic q-derivatives
 
@@ -1395,7 +1402,7 @@ class _Constraints:
         H = M + r.J.T @ self._times_S(r.J)
         Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
         if t.moving.size:
-            Gq[:, t.moving], Wq[:, t.moving] = self._product_rule(t.J, t.force, np.array(FD_WEIGHTS)[:, 1], t.moving.size)
+            Gq[:, t.moving], Wq[:, t.moving] = self._product_rule(t.J, t.force, _FD_POINT_WEIGHTS, t.moving.size)
         turning, df = self._analytic_forces(t.rows, t.dJ, t.dpos, qd)
         Gq += turning
         Wq[t.rows] += df
@@ -1445,16 +1452,14 @@ class _Constraints:
         cones' Hessians concatenated, FD_WEIGHTS' weights over 12 ROW_STEP (_product_rule's), and the plane contacts
         whose rows' dJ and dpos the compiled step makes (t.planes: _plane_arrays' arrays, plane_at the first of their
         rows among t.rows; none where t.planes is None), and the anchored rows' dJ (t.anchored, t.anchor_dJ)."""
-        r, cones, nv = self.r, list(self.cones.items()), self.model.nv
-        at, count, bodies, (origin, frame, pos, dist, friction, radius, dim, axis) = t.planes or (
-            0, 0, np.zeros(0), (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 5)),
-                                np.zeros(0), np.zeros(0), np.zeros((0, 3))))
+        r, cones = self.r, list(self.cones.items())
+        at, count, bodies, (origin, frame, pos, dist, friction, radius, dim, axis) = t.planes or _NO_PLANES
         floats = dict(a_c=self.a, qfrc=qfrc, J=r.J, D=r.D, aref=r.aref, B=r.B, K=r.K, imp=r.imp, impP=r.impP, pos=r.pos,
                       margin=r.margin, force=self._optimum_forces(), dJ=t.dJ, dpos=t.dpos, Jpts=t.J, fpts=t.force,
-                      daref=t.daref, weights=np.array(FD_WEIGHTS)[:, 1],
+                      daref=t.daref, weights=_FD_POINT_WEIGHTS,
                       cone_H=np.concatenate([H.ravel() for _, H in cones]) if cones else np.zeros(0),
                       plane_origin=origin, plane_frame=frame, plane_pos=pos, plane_dist=dist, plane_friction=friction,
-                      plane_radius=radius, plane_axis=axis, turns=self.model.dof_turns if count else np.zeros((nv, nv)),
+                      plane_radius=radius, plane_axis=axis, turns=self.model.dof_turns if count else _no_turns(self.model),
                       anchor_dJ=t.anchor_dJ, anchor_dbias=t.anchor_dbias, anchor_dgap=t.anchor_dgap)
         ints = dict(state=self.state, rows=t.rows, moving=t.moving, cone_first=[first for first, _ in cones],
                     cone_dim=[len(H) for _, H in cones], plane_body=bodies, plane_dim=dim, anchored=t.anchored)
@@ -1511,6 +1516,23 @@ class _Constraints:
         dJ = np.einsum("ksrv,s->krv", J.reshape(k, len(weights), r.nefc, r.J.shape[1]), weights) / step
         df = np.einsum("ksr,s->kr", force.reshape(k, len(weights), r.nefc), weights) / step
         return -np.einsum("krv,r->vk", dJ, f), df.T
+
+
+#: compiled_terms' plane contacts where none is made in the compiled step: (at, count, bodies, their arrays), all empty
+_NO_PLANES = (0, 0, np.zeros(0), (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 5)),
+                                  np.zeros(0), np.zeros(0), np.zeros((0, 3))))
+#: FD_WEIGHTS' weights (_product_rule's, compiled_terms')
+_FD_POINT_WEIGHTS = np.array(FD_WEIGHTS)[:, 1]
+for _a in (_NO_PLANES[2], *_NO_PLANES[3], _FD_POINT_WEIGHTS):
+    _a.setflags(write=False)
+
+
+@per_model
+def _no_turns(model: Model) -> np.ndarray:
+    """(nv, nv) zeros: compiled_terms' turns without plane contacts (made once per model)."""
+    out = np.zeros((model.nv, model.nv))
+    out.setflags(write=False)
+    return out
 
 
 def _unconverged(opt, iterations: int) -> str:
@@ -2148,14 +2170,19 @@ class _Stepper:
 
     def __init__(self, model, h, inputs, euler_damping, act, name, constraints: bool = False):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
+        self.act, self.name = act, name
         self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
-        self.hard = _HardForces(model, h, inputs, euler_damping, act, name)
         self.constraints = _Constraints(model) if constraints else None
         if constraints and name == "discrete":         # the rows at the step's end, diagApprox in diag(M^) at each q
             self.constraints.discrete = (h, self._discrete_diagonal(inputs, euler_damping, act))
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
+
+    @functools.cached_property
+    def hard(self) -> "_HardForces":
+        """The differenced forces (_HardForces), made at first use (the compiled constrained step never reads them)."""
+        return _HardForces(self.model, self.h, self.x, self.euler_damping, self.act, self.name)
 
     def _discrete_diagonal(self, inputs, euler_damping, act):
         """diag(M + h B + h^2 K) (nv,) at (q, qd): a function of its own evaluator (the discrete rows' diagApprox)."""

@@ -539,10 +539,11 @@ class Model:
         return len(self.tendon_adr)
 
     @property
+    @per_model
     def has_tendon_forces(self) -> bool:
         """Whether a tendon acts on the dynamics: a spring, damper, armature, limit or friction loss, or an equality
         between tendons (a fixed tendon that only transmits an actuator's force does not count: Actuators hold it); both
-        engines run them (physai.engine.tendon, cpp/tendon.h)."""
+        engines run them (physai.engine.tendon, cpp/tendon.h); made on first use."""
         return bool(self.ntendon and (self.tendon_stiffness.any() or self.tendon_damping.any() or self.tendon_armature.any()
                                       or self.tendon_limited.any() or self.tendon_frictionloss.any()
                                       or self.has_tendon_equality))

@@ -68,7 +68,7 @@ import numpy as np
 from physai import joints
 from physai.engine.actuators import TRN_BODY
 from physai.engine.loaders import as_model
-from physai.engine.model import WRAP_JOINT, Model
+from physai.engine.model import WRAP_JOINT, Model, per_model
 from physai.engine import collision, model_checks, passive, smooth
 from physai.engine.contact import ContactSet
 from physai.engine.data import RolloutInputs, StepOptions
@@ -265,8 +265,19 @@ def runs(model, actuators=None) -> bool:
     (cpp/actuation.h's transmission: ball and free joints, slider-cranks, sites, spatial tendons) but a body's
     (adhesion, whose arms come from the contacts: the NumPy engine's physai.engine.actuation.body_transmission), of the
     actuators given and the model's own."""
-    return not any(acts is not None and (acts.posed_each & (acts.trntype == TRN_BODY)).any()
-                   for acts in (model.actuators, actuators))
+    own = _runs_own(model) if type(model) is Model else not _contact_arms(model.actuators)
+    return own and (actuators is None or actuators is model.actuators or not _contact_arms(actuators))
+
+
+def _contact_arms(actuators) -> bool:
+    """Whether an actuator has a body's transmission (adhesion: its arms come from the contacts)."""
+    return actuators is not None and bool((actuators.posed_each & (actuators.trntype == TRN_BODY)).any())
+
+
+@per_model
+def _runs_own(model: Model) -> bool:
+    """runs() of the model's own actuators (made once per model)."""
+    return not _contact_arms(model.actuators)
 
 
 def tendon_fields(model: Model) -> dict:
