@@ -172,8 +172,9 @@ def test_batches_from_python_threads_at_once_equal_one_thread(monkeypatch):
 def test_constrained_rollout_on_threads_equals_one_thread_bit_for_bit(monkeypatch, n):
     """A constrained rollout on 2 threads (cpp/workspace.h's ConstrainedPieces: blocks of 8, then the last 2 blocks'
     trajectories in pieces of 3-4, each in the narrowest lanes that hold it) gives every trajectory the numbers it has
-    on one thread (blocks of 8 only): q, qd and the contact counts equal. Gymnasium's Humanoid (RK4, PGS), n
-    trajectories from joint angles moved by up to 0.05 rad, 80 steps (each touches its floor)."""
+    on one thread (blocks of 8 only): the same contact counts, q and qd within 1e-12 of their scale (other lanes are
+    another code path; equal bit for bit on this machine). Gymnasium's Humanoid (RK4, PGS), n trajectories from joint
+    angles moved by up to 0.05 rad, 80 steps (each touches its floor)."""
     from pathlib import Path
 
     import gymnasium.envs.mujoco as gym_mujoco
@@ -191,8 +192,10 @@ def test_constrained_rollout_on_threads_equals_one_thread_bit_for_bit(monkeypatc
         runs.append(integrators.rollout(model, Q, QD, m.opt.timestep, 80, "rk4", ctrl=0.1 * np.ones(m.nu),
                                         constraints=True))
     assert (runs[0].ncon.sum(axis=1) > 0).all()
-    for key in ("q", "qd", "ncon"):
-        assert np.array_equal(getattr(runs[0], key), getattr(runs[1], key)), key
+    assert np.array_equal(runs[0].ncon, runs[1].ncon)
+    for key in ("q", "qd"):
+        one, two = getattr(runs[0], key), getattr(runs[1], key)
+        assert np.abs(two - one).max() <= 1e-12 * max(1.0, np.abs(one).max()), key
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
