@@ -169,7 +169,7 @@ def test_batches_from_python_threads_at_once_equal_one_thread(monkeypatch):
 
 
 @pytest.mark.parametrize("n", [5, 13, 37])
-def test_constrained_rollout_on_threads_equals_one_thread_bit_for_bit(monkeypatch, n):
+def test_constrained_rollout_on_threads_equals_one_thread(monkeypatch, n):
     """A constrained rollout on 2 threads (cpp/workspace.h's ConstrainedPieces: blocks of 8, then the last 2 blocks'
     trajectories in pieces of 3-4, each in the narrowest lanes that hold it) gives every trajectory the numbers it has
     on one thread (blocks of 8 only): the same contact counts, q and qd within 1e-12 of their scale (other lanes are
