@@ -256,13 +256,10 @@ DenseMetricHook &dense_metric_hook();
 
 namespace {
 // the lanes of constrained rollouts (cpp/simulate.h): the active instruction set's, or the next narrower one supported
-// while it is wider than CONSTRAINED_LANES or the next still holds `count` trajectories (a block of 4 in AVX2's lanes,
-// not half of AVX-512's: the same numbers, a smaller cost)
-inline const Kernels &constrained_lanes(int64_t count = CONSTRAINED_LANES) {
+// while it is wider than CONSTRAINED_LANES
+inline const Kernels &constrained_lanes() {
     int k = active_isa();
-    while (k + 1 < isa_count() && isa_supported(k + 1) &&
-           (isa_kernels(k).lanes > CONSTRAINED_LANES || isa_kernels(k + 1).lanes >= count))
-        k++;
+    while (isa_kernels(k).lanes > CONSTRAINED_LANES && k + 1 < isa_count() && isa_supported(k + 1)) k++;
     return isa_kernels(k);
 }
 }  // namespace

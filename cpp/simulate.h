@@ -184,7 +184,7 @@ inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
 // one-by-one run. Observed: sim.w holds the lane's forces the observed fields read (LaneConstrain::one)
 inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, const Actuators &act, const Rollout &r, int64_t n,
                                        int64_t count, int64_t k0) {
-    const Kernels &lanes = constrained_lanes(count);
+    const Kernels &lanes = constrained_lanes();
     if (!constrained_lanes_step(m, act, r.opt.integrator, count, lanes.lanes)) return false;   // before the contexts
     size_t nv = size_t(m.nv);
     Constrain con[BLOCK];

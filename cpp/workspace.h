@@ -150,22 +150,6 @@ inline void share_kept_sim(Workspaces &w, bool to_threads) {
     if (!to_threads && !w.sim_one && !w.sims.empty()) w.sim_one = std::move(w.sims.back()), w.sims.pop_back();
 }
 
-// the pieces of a constrained rollout of N trajectories on T threads (simulate_states): blocks of BLOCK (the lanes'),
-// then the last T blocks' trajectories in pieces of about BLOCK / 2 (the narrower lanes: constrained_lanes), so that
-// the threads' last pieces end closer together; one thread: the blocks alone
-struct ConstrainedPieces {
-    int64_t whole, tail_lo, N, tail;                                   // whole blocks, where the tail starts, its pieces
-    ConstrainedPieces(int64_t n, int T) : N(n) {
-        int64_t blocks = (N + BLOCK - 1) / BLOCK, half = BLOCK / 2;
-        whole = std::min<int64_t>(T, (N + half - 1) / half) <= 1 ? blocks : std::max<int64_t>(0, blocks - T);
-        tail_lo = std::min(N, whole * BLOCK);
-        tail = (N - tail_lo + half - 1) / half;
-    }
-    int64_t count() const { return whole + tail; }
-    // where piece k starts (k = count(): N); the tail's pieces differ by at most one trajectory
-    int64_t lo(int64_t k) const { return k <= whole ? std::min(N, k * BLOCK) : tail_lo + (N - tail_lo) * (k - whole) / tail; }
-};
-
 // N trajectories of a rollout (cpp/simulate.h), each first set by start(lo, hi) (false: stopped) on the thread that
 // runs it: one short trajectory here with the kept workspace; otherwise on threads (a Release held), constrained ones
 // in blocks of the lanes up to the first step that may have a row (a model whose only rows are contacts: r.resume),
@@ -187,10 +171,10 @@ template <class Release, class Start, class Poll> void simulate_states(Workspace
     Release release;
     int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
     if (r.constrained) {                                               // one at a time: cpp/simulate.h
-        // in pieces, each to whichever thread is free: trajectories with more contacts take longer, and a thread of a
-        // shared machine may be held up (each trajectory's numbers are its own: where it runs changes nothing)
-        ConstrainedPieces at(N, num_threads());
-        int64_t pieces = at.count();
+        // in pieces of BLOCK trajectories (the lanes' blocks), each to whichever thread is free: trajectories with more
+        // contacts take longer, and a thread of a shared machine may be held up (each trajectory's numbers are its own:
+        // where it runs changes nothing)
+        int64_t pieces = (N + BLOCK - 1) / BLOCK;
         T = int(std::min<int64_t>(int64_t(num_threads()), pieces));
         std::unique_lock<std::mutex> kept = kept_workspaces(w.sims_lock);
         if (kept) {                                                    // made for these actuators, one per thread
@@ -199,7 +183,7 @@ template <class Release, class Start, class Poll> void simulate_states(Workspace
             while (w.sims.size() < size_t(T)) w.sims.emplace_back(ck.create_sim(m, act));
         }
         auto piece = [&](int t, int64_t k) {
-            int64_t lo = at.lo(k), hi = at.lo(k + 1);
+            int64_t lo = k * BLOCK, hi = std::min(N, lo + BLOCK);
             if (!start(lo, hi)) return;
             if (!r.observe && !r.frames) lanes.simulate(m, act, r, lo, hi);   // the steps before the first contact, in lanes
             if (kept) ck.simulate_in(*w.sims[size_t(t)], m, act, r, lo, hi);

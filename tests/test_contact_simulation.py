@@ -272,7 +272,7 @@ LANE_TASKS = {"ant": "ant.xml", "humanoid": "humanoid.xml", "walker2d": "walker2
 
 @pytest.mark.parametrize("integrator", ["rk4", "euler"])
 @pytest.mark.parametrize("task", sorted(LANE_TASKS) + ["humanoid elliptic"])
-def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, restore_isa, monkeypatch):
+def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, restore_isa):
     """Gymnasium's Ant and Walker2d (Newton) and Humanoid (PGS; and with elliptic cones, its contacts' blocks of three
     rows) from qpos0 above or on their floors, their joints moved by up to 0.05 rad, 11 trajectories of 100 steps (on
     the floor after 20-85) under a random constant control, with RK4 (the tasks') and Euler: on every variant
@@ -299,7 +299,6 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
     ctrl = rng.uniform(lo, hi)
     states, d, spec = mujoco_rollout_states(m, Q, QD, steps, ctrl)
     model = engine.from_mujoco(m)
-    monkeypatch.setenv("PHYSAI_NUM_THREADS", "1")                      # a block of 8 and one of 3 (threads: test_threads)
     alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True,
                                   energy=False) for k in range(n)]
     assert all(a.ncon.sum() > 0 for a in alone)                        # each touches the floor
@@ -327,7 +326,7 @@ def humanoid_with_boxes(boxes: int) -> mujoco.MjModel:
 
 
 @pytest.mark.parametrize("boxes, in_lanes", [(3, True), (16, False)])
-def test_constrained_rollout_with_free_bodies_runs_each_trajectory_as_simulate(boxes, in_lanes, restore_isa, monkeypatch):
+def test_constrained_rollout_with_free_bodies_runs_each_trajectory_as_simulate(boxes, in_lanes, restore_isa):
     """Which way a constrained rollout goes (cpp/kernels.h's constrained_lanes_step, read through
     native.constrained_lanes_step), on every variant (native.isas()): the Humanoid, and with 3 free boxes (their dofs
     18 of 41), in lanes under euler and one by one under implicit; with 16 boxes (96 of 119 dofs, three quarters or
@@ -339,7 +338,6 @@ def test_constrained_rollout_with_free_bodies_runs_each_trajectory_as_simulate(b
     m = humanoid_with_boxes(boxes)
     model = engine.from_mujoco(m)
     n, steps = 9, 40                                   # a full block and one alone at every lane width (8, 4, 2)
-    monkeypatch.setenv("PHYSAI_NUM_THREADS", "1")      # on one thread (on two: pieces of 3, test_threads)
     humanoid, pile = engine.from_mujoco(humanoid_with_boxes(0)), engine.from_mujoco(mujoco.MjModel.from_xml_string(sphere_pile(40)))
     rng = np.random.default_rng(3)
     Q = np.repeat(m.qpos0[None], n, axis=0)

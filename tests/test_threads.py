@@ -168,36 +168,6 @@ def test_batches_from_python_threads_at_once_equal_one_thread(monkeypatch):
         assert np.abs(E - expected[1]).max() <= 1e-12 * np.abs(expected[1]).max()
 
 
-@pytest.mark.parametrize("n", [5, 13, 37])
-def test_constrained_rollout_on_threads_equals_one_thread(monkeypatch, n):
-    """A constrained rollout on 2 threads (cpp/workspace.h's ConstrainedPieces: blocks of 8, then the last 2 blocks'
-    trajectories in pieces of 3-4, each in the narrowest lanes that hold it) gives every trajectory the numbers it has
-    on one thread (blocks of 8 only): the same contact counts, q and qd within 1e-12 of their scale (other lanes are
-    another code path; equal bit for bit on this machine). Gymnasium's Humanoid (RK4, PGS), n trajectories from joint
-    angles moved by up to 0.05 rad, 80 steps (each touches its floor)."""
-    from pathlib import Path
-
-    import gymnasium.envs.mujoco as gym_mujoco
-    import mujoco
-
-    m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / "humanoid.xml"))
-    model = engine.from_mujoco(m)
-    rng = np.random.default_rng(5)
-    Q = np.repeat(m.qpos0[None], n, axis=0)
-    Q[:, 7:] += rng.uniform(-0.05, 0.05, (n, m.nq - 7))
-    QD = np.zeros((n, m.nv))
-    runs = []
-    for threads in ("1", "2"):
-        monkeypatch.setenv("PHYSAI_NUM_THREADS", threads)
-        runs.append(integrators.rollout(model, Q, QD, m.opt.timestep, 80, "rk4", ctrl=0.1 * np.ones(m.nu),
-                                        constraints=True))
-    assert (runs[0].ncon.sum(axis=1) > 0).all()
-    assert np.array_equal(runs[0].ncon, runs[1].ncon)
-    for key in ("q", "qd"):
-        one, two = getattr(runs[0], key), getattr(runs[1], key)
-        assert np.abs(two - one).max() <= 1e-12 * max(1.0, np.abs(one).max()), key
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 def test_a_forked_child_runs_batches_on_a_pool_of_its_own():
     """The parent's worker threads do not exist in a forked child: its batch calls start a new pool and finish."""

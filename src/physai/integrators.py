@@ -977,8 +977,7 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
     with the GIL released. Without constraints they run side by side in the lanes of the batch kernel's instruction
     set (8 with AVX-512, 4 with AVX2, else 2; implicit one by one, its LU pivoting per trajectory).
     constraints=True (ncon (N, steps)): in blocks as wide as the lanes (8 with AVX-512, 4 with AVX2, else 2;
-    cpp/kernels.h's CONSTRAINED_LANES; a narrower block, such as the last blocks' halves that threads share at the end,
-    in the narrowest lanes that hold it) whose smooth stages run side by side and each trajectory's collision and solve
+    cpp/kernels.h's CONSTRAINED_LANES) whose smooth stages run side by side and each trajectory's collision and solve
     alone, or one by one for implicit, discrete, muscles or arms that move with the configuration, spatial tendons,
     implicitfast with standalone free bodies, and models whose standalone free bodies hold three quarters of the dofs
     or more (cpp/kernels.h's lanes_gain; native.constrained_lanes_step tells which). Either way each trajectory
