@@ -529,6 +529,23 @@ inline void capsule_on_face(const Status &status, const CcdObject &o1, const Ccd
     }
 }
 
+// an edge of eo (its side's dimension dim, points p: edge_points', vertex: its first vertex) lying on a face of fo
+// (faces, normals: feature_normals'; toward: fo's witness minus eo's): the edge clipped by that face into room.found
+// (polygon_clip: x1 on fo, x2 on eo) and the face's normal into normal; false: no edge on a face (convex.edge_on_face)
+inline bool edge_on_face(const CcdObject &eo, int dim, const V3 p[3], int64_t vertex, const CcdObject &fo,
+                         const std::vector<int64_t> &faces, const std::vector<V3> &normals, const V3 &toward, double margin,
+                         CcdRoom &room, V3 &normal) {
+    std::vector<V3> &edges = room.edges, &ends = room.ends, &face = room.face1, &edge = room.face2;
+    edges.clear(), ends.clear();
+    edge_normals(eo, dim, p, vertex, edges, ends);
+    size_t i, j;
+    if (!aligned_face_edge(edges, normals, toward, i, j)) return false;
+    face_points(fo, faces[j], face), edge.clear(), edge.push_back(p[0]), edge.push_back(ends[i]);
+    polygon_clip(face, edge, normals[j], -normals[j], margin, room, room.found);
+    normal = normals[j];
+    return true;
+}
+
 // MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders, or of a capsule (geom 1) with a cylinder
 // or a mesh (capsule_on_face), from EPA's last face (or GJK's last simplex), the bare geoms' features clipped, points
 // within margin kept, or none (keep ccd's one); into room.found (emptied; left empty: none)
@@ -544,9 +561,9 @@ inline void multicontact(const Status &status, const CcdObject &o1, const CcdObj
     for (int k = 0; k < 3; k++) ids1[k] = face[size_t(k)].index1, ids2[k] = face[size_t(k)].index2;
     edge_points(o1, face, 0, margin, p1), edge_points(o2, face, 1, margin, p2);
     int dim1 = simplex_dim(ids1, p1), dim2 = simplex_dim(ids2, p2);
-    std::vector<V3> &n1 = room.n1, &n2 = room.n2, &edges = room.edges, &ends = room.ends;   // the room's, emptied
+    std::vector<V3> &n1 = room.n1, &n2 = room.n2;                      // the room's, emptied
     std::vector<int64_t> &faces1 = room.faces1, &faces2 = room.faces2;
-    n1.clear(), n2.clear(), edges.clear(), ends.clear(), faces1.clear(), faces2.clear();
+    n1.clear(), n2.clear(), faces1.clear(), faces2.clear();
     feature_normals(o2, dim2, ids2, status.x2 - status.x1, n2, faces2);
     if (o1.kind == GEOM_CAPSULE) return capsule_on_face(status, o1, o2, n2, faces2, margin, room);   // a capsule's side on a face of 2
     feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
@@ -556,28 +573,18 @@ inline void multicontact(const Status &status, const CcdObject &o1, const CcdObj
         polygon_clip(face1, face2, n1[i], n2[j], margin, room, found);
         return inflate_witnesses(found, -n2[j], margin);
     }
+    V3 normal;
     auto edge_of_1 = [&]() {                                           // an edge of 1 on a face of 2: whether aligned
-        edges.clear(), ends.clear();
-        edge_normals(o1, dim1, p1, ids1[0], edges, ends);
-        if (!aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) return false;
-        face_points(o2, faces2[j], face1), face2.clear(), face2.push_back(p1[0]), face2.push_back(ends[i]);
-        polygon_clip(face1, face2, n2[j], -n2[j], margin, room, found);
+        if (!edge_on_face(o1, dim1, p1, ids1[0], o2, faces2, n2, status.x2 - status.x1, margin, room, normal)) return false;
         for (Witness &w : found) std::swap(w.x1, w.x2);                 // the faces were swapped
-        inflate_witnesses(found, -n2[j], margin);
+        inflate_witnesses(found, -normal, margin);
         return true;
     };
     // 1's edge before 2's (from GJK's simplex between a box and a mesh, where 1's side is larger: after it)
     bool first = dim1 <= dim2 || !status.face.empty() || o1.kind == GEOM_CYLINDER || o2.kind == GEOM_CYLINDER;
     if (dim1 < 3 && first && edge_of_1()) return;
-    if (dim2 < 3) {                                                    // an edge of 2 on a face of 1
-        edges.clear(), ends.clear();
-        edge_normals(o2, dim2, p2, ids2[0], edges, ends);
-        if (aligned_face_edge(edges, n1, status.x1 - status.x2, i, j)) {
-            face_points(o1, faces1[j], face1), face2.clear(), face2.push_back(p2[0]), face2.push_back(ends[i]);
-            polygon_clip(face1, face2, n1[j], -n1[j], margin, room, found);
-            return inflate_witnesses(found, n1[j], margin);
-        }
-    }
+    if (dim2 < 3 && edge_on_face(o2, dim2, p2, ids2[0], o1, faces1, n1, status.x1 - status.x2, margin, room, normal))
+        return inflate_witnesses(found, normal, margin);               // an edge of 2 on a face of 1
     if (dim1 < 3 && !first) edge_of_1();
 }
 

@@ -1523,8 +1523,9 @@ _NO_PLANES = (0, 0, np.zeros(0), (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zero
                                   np.zeros(0), np.zeros(0), np.zeros((0, 3))))
 #: FD_WEIGHTS' weights (_product_rule's, compiled_terms')
 _FD_POINT_WEIGHTS = np.array(FD_WEIGHTS)[:, 1]
-for _a in (_NO_PLANES[2], *_NO_PLANES[3], _FD_POINT_WEIGHTS):
-    _a.setflags(write=False)
+for _array in (_NO_PLANES[2], *_NO_PLANES[3], _FD_POINT_WEIGHTS):   # read-only module constants
+    _array.setflags(write=False)
+del _array
 
 
 @per_model

@@ -672,6 +672,17 @@ def capsule_on_face(status, obj1, obj2, n2: list, faces2: list, margin: float) -
     return [(dist - half, *gjk.inflate_along(x2, x1, -n2[j], 0.0, half)) for dist, x1, x2 in found]   # faces swapped
 
 
+def edge_on_face(edge_obj, dim: int, points, vertex: int, face_obj, faces, normals, toward, margin: float):
+    """An edge of edge_obj (its side of dimension dim, points: edge_points', vertex: its first vertex's index) lying on
+    a face of face_obj (faces, normals: feature_normals'; toward: face_obj's witness minus edge_obj's): (the edge
+    clipped by that face, polygon_clip's [(dist, x on face_obj, x on edge_obj)], the face's normal), or None."""
+    edges, ends = edge_normals(edge_obj, dim, points, vertex)
+    if (match := aligned_face_edge(edges, normals, toward)) is None:
+        return None
+    i, j = match
+    return polygon_clip(face_points(face_obj, faces[j]), [points[0], ends[i]], normals[j], -normals[j], margin), normals[j]
+
+
 def multicontact(status, obj1, obj2, margin: float) -> list:
     """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders, or of a capsule
     (geom 1) with a cylinder or a mesh (capsule_on_face), from EPA's last face (or GJK's last simplex: simplex_face), or
@@ -697,22 +708,17 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
         return inflate_witnesses(found, -n2[j], margin)
 
     def edge_of_1():                                                   # an edge of 1 on a face of 2, or None
-        edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
-        if (match := aligned_face_edge(edges, n2, status.x2 - status.x1)) is None:
+        if (clipped := edge_on_face(obj1, dim1, p1, ids1[0], obj2, faces2, n2, status.x2 - status.x1, margin)) is None:
             return None
-        i, j = match
-        found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j], margin)
-        return inflate_witnesses([(dist, x2, x1) for dist, x1, x2 in found], -n2[j], margin)   # the faces swapped
+        found, normal = clipped
+        return inflate_witnesses([(dist, x2, x1) for dist, x1, x2 in found], -normal, margin)   # the faces swapped
 
     first = dim1 <= dim2 or bool(status.face) or CYLINDER in (obj1.kind, obj2.kind)   # 1's edge before 2's
     if dim1 < 3 and first and (found := edge_of_1()) is not None:
         return found
-    if dim2 < 3:                                                       # an edge of 2 on a face of 1
-        edges, ends = edge_normals(obj2, dim2, p2, ids2[0])
-        if (match := aligned_face_edge(edges, n1, status.x1 - status.x2)) is not None:
-            i, j = match
-            found = polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j], margin)
-            return inflate_witnesses(found, n1[j], margin)
+    if dim2 < 3 and (clipped := edge_on_face(obj2, dim2, p2, ids2[0], obj1, faces1, n1, status.x1 - status.x2,
+                                             margin)) is not None:   # an edge of 2 on a face of 1
+        return inflate_witnesses(clipped[0], clipped[1], margin)
     if dim1 < 3 and not first and (found := edge_of_1()) is not None:   # 1's edge after 2's
         return found
     return []
