@@ -269,8 +269,29 @@ def _pair_motions(model: Model) -> tuple:
     return np.ascontiguousarray(g1 ^ g2), np.ascontiguousarray(g1 | g2), index
 
 
+class _StillTables(NamedTuple):
+    """_still_tables' arrays (their meanings there)."""
+    pair: np.ndarray
+    bound: np.ndarray
+    margin: np.ndarray
+    reach: np.ndarray
+    local: np.ndarray
+    frame: np.ndarray
+    box: np.ndarray
+    body: np.ndarray
+    anchor: np.ndarray
+    turn: np.ndarray
+    slide: np.ndarray
+    gbody: np.ndarray
+    sphere: np.ndarray
+    flat: np.ndarray
+    plane: np.ndarray
+    other: np.ndarray
+    lift: np.ndarray
+
+
 @per_model
-def _still_tables(model: Model) -> tuple:
+def _still_tables(model: Model) -> _StillTables:
     """The fixed parts of _Constraints._proven_still's bounds (made once per model): (pair (P, 2) the pairs' geoms,
     bound (P,) margin + gap and margin (P,) of each candidate (inf: a pair without a narrow phase here, never
     decided), reach (ngeom,) a geom's box's (geom_aabb) centre's distance from the geom's plus its half sides' sum (a
@@ -321,8 +342,9 @@ def _still_tables(model: Model) -> tuple:
             if not spheres[p] and G.geom_type[g] == geoms.PLANE and r > 0:
                 flats.append((p, g, o, r + bound[p]))
     flats = np.array(flats, dtype=float).reshape(-1, 4)
-    table = (pair, bound, margin, reach, G.geom_pos.copy(), frame, box, body, anchor, turn, slide, gbody, reach_pair,
-             flats[:, 0].astype(np.intp), flats[:, 1].astype(np.intp), flats[:, 2].astype(np.intp), flats[:, 3])
+    table = _StillTables(pair, bound, margin, reach, G.geom_pos.copy(), frame, box, body, anchor, turn, slide, gbody,
+                         reach_pair, flats[:, 0].astype(np.intp), flats[:, 1].astype(np.intp), flats[:, 2].astype(np.intp),
+                         flats[:, 3])
     for a in table:
         a.setflags(write=False)
     return table
@@ -333,9 +355,7 @@ def _still_kernel_tables(model: Model) -> dict:
     """_still_tables' arrays by name as the compiled proof reads them (native.PROVEN_STILL,
     cpp/constraint_derivative.h's StillTables), with the geoms' dofs, types and sizes, ROW_STEP and ccd_tolerance (made
     once per model)."""
-    names = ("pair", "bound", "margin", "reach", "local", "frame", "box", "body", "anchor", "turn", "slide", "gbody",
-             "sphere", "flat", "plane", "other", "lift")
-    table = dict(zip(names, _still_tables(model)))
+    table = _still_tables(model)._asdict()
     table.update(geom_dofs=model.geom_dofs, geom_type=model.geoms.geom_type, geom_size=model.geoms.geom_size)
     out = {k: np.ascontiguousarray(v, dtype=np.float64 if np.asarray(v).dtype.kind == "f" else np.int64)
            for k, v in table.items()}
@@ -786,7 +806,9 @@ class _Constraints:
             return native.PROVEN_STILL(model, still, _still_kernel_tables(model), {
                 "xpos": np.ascontiguousarray(xpos), "xmat": np.ascontiguousarray(xmat), "floats": floats, "ints": ints,
                 "geom": np.ascontiguousarray(contacts.geom, dtype=np.int64)})
-        pair, bound, _, reach, local, frame, _, body, anchor, turn, slide, gbody = _still_tables(model)[:12]
+        t = _still_tables(model)
+        pair, reach, local, frame, body, anchor, turn, slide, gbody = (t.pair, t.reach, t.local, t.frame, t.body, t.anchor,
+                                                                        t.turn, t.slide, t.gbody)
         apart, either, index = _pair_motions(model)
         X, M = np.concatenate([xpos, [[0.0, 0.0, 0.0]]]), np.concatenate([xmat, [np.eye(3)]])[gbody]
         R, centre = M @ frame, (M @ local[:, :, None])[:, :, 0] + X[gbody]     # the geoms' frames at q
@@ -823,8 +845,8 @@ class _Constraints:
         phase's margin (_separation, less 10 ccd_tolerance: GJK's). A pair without a narrow phase here (its warning:
         bound inf), or two candidates of one geom pair, is not known."""
         model = self.model
-        pair, bound = _still_tables(model)[:2]
-        sphere, flat, plane, other, lift = _still_tables(model)[12:]
+        t = _still_tables(model)
+        pair, bound, sphere, flat, plane, other, lift = t.pair, t.bound, t.sphere, t.flat, t.plane, t.other, t.lift
         gap = centre[pair[:, 0]] - centre[pair[:, 1]]
         with np.errstate(invalid="ignore"):
             room = np.sqrt((gap * gap).sum(axis=1)) - sphere             # nan where no sphere test
@@ -848,7 +870,7 @@ class _Constraints:
         sphere's or capsule's exact, else its box's, geom_aabb in its frame), else the gap between the geoms' boxes'
         projections on the best of their six face normals and the line between their centres (each box holds its geom);
         two spheres or capsules their segments' distance less their radii (_segment_distance), exact."""
-        G, box = self.model.geoms, _still_tables(self.model)[6]
+        G, box = self.model.geoms, _still_tables(self.model).box
         kind, size, axis = G.geom_type, G.geom_size, R[:, :, 2]
         g1, g2 = pair[:, 0], pair[:, 1]
         out = np.full(len(pair), -np.inf)
@@ -895,7 +917,7 @@ class _Constraints:
         (segment_weights' one pair: |a1 x a2| > 1e-4), not a default frame of dim > 1 (its tangents may jump); and each
         contact nearer its own than half the way to another of its group, (dim, bodies) (_held_order's identity)."""
         model, G, contacts, r = self.model, self.model.geoms, self.contacts[0], self.r
-        margin, turn = _still_tables(model)[2], _still_tables(model)[-2]
+        margin, turn = _still_tables(model).margin, _still_tables(model).turn
         index, kind, size = _pair_motions(model)[2], G.geom_type, G.geom_size
         keys = [key for key in touching if len(index.get(key, ())) == 1]
         if not keys:
