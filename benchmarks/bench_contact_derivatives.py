@@ -20,13 +20,14 @@ and the forward differences timed back to back in each of 205 short rounds (benc
 often runs undisturbed on a loaded machine), the ratio of their best rounds; text: the largest difference of A and B
 (each relative to its largest entry) from the NumPy text's (COMPILED_STEP False; 0 with --numpy-step).
 
-Then the compiled detection alone at the call's checked points (those _Constraints._moved_contacts detects: 4 along
-each differenced dof, 2 along each other one), all of them in one native.detect_arrays call: every candidate pair at
-every point, each point's subset (_Constraints._detect_subset: the pairs its dof moves), and no pair (the geoms' poses
-and the broad phase alone), every geom posed and the whole broad phase run; then the subset and no pair with along=
-(q, each point's dof: what _moved_contacts calls), posing only the bodies a point's dof moves and testing the subset's
-pairs without the sweep; each timed by best_time (100 short rounds) 5 times in turn, the best; pairs: the subset's
-mean pairs a point, of all.
+Then the compiled detection alone at the call's checked points (those _Constraints._moved_contacts detects without
+the proof: 4 along each differenced dof, 2 along each other one; detected: how many it detects with it, the others'
+dofs proven free of a switching contact by _Constraints._proven_still), all of them in one native.detect_arrays
+call: every candidate pair at every point, each point's subset (_Constraints._detect_subset: the pairs its dof moves),
+and no pair (the geoms' poses and the broad phase alone), every geom posed and the whole broad phase run; then the
+subset and no pair with along=(q, each point's dof: what _moved_contacts calls), posing only the bodies a point's
+dof moves and testing the subset's pairs without the sweep; each timed by best_time (100 short rounds) 5 times in turn,
+the best; pairs: the subset's mean pairs a point, of all.
 """
 
 import os
@@ -125,17 +126,21 @@ def detection(name: str, make) -> str:
         seen.append((Q, (self.base, dofs), self._detect_subset(dofs)[0]))
         return held(self, Q, dofs)
 
+    prove = derivatives._Constraints._proven_still
     derivatives._Constraints._moved_contacts = record
-    try:
+    try:                                           # the points detected with the proof, then every checked one
+        derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
+        derivatives._Constraints._proven_still = lambda self, still, poses: np.zeros(len(still), bool)
         derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
     finally:
-        derivatives._Constraints._moved_contacts = held
-    (Q, along, subset), = seen
+        derivatives._Constraints._moved_contacts, derivatives._Constraints._proven_still = held, prove
+    detected = len(seen[0][0]) if len(seen) == 2 else 0
+    (Q, along, subset) = seen[-1]
     calls = [(np.ones_like(subset), None), (subset, None), (np.zeros_like(subset), None), (subset, along),
              (np.zeros_like(subset), along)]
     times = np.min([[best_time(lambda s=s, a=a: native.detect_arrays(model, Q, s, a), budget=0.4, rounds=100)
                      for s, a in calls] for _ in range(5)], axis=0)   # in turn, 5 times: a load burst falls on one
-    return (f"{name:12s} {len(Q):6d} " + " ".join(f"{1e3 * t:9.3f}" for t in times) +
+    return (f"{name:12s} {len(Q):6d} {detected:8d} " + " ".join(f"{1e3 * t:9.3f}" for t in times) +
             f" {subset.sum(axis=1).mean():7.0f} of {subset.shape[1]}")
 
 
@@ -150,9 +155,10 @@ def main() -> None:
     print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired    text")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid), ("Panda", panda)):
         print(row(name, make))
-    print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all")
-    print("                               every geom posed, the sweep   along: moved bodies, no sweep")
-    print("model        points     every    subset   no pair    subset   no pair   pairs")
+    print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all; "
+          "detected: those it detects with the proof (the others' dofs proven)")
+    print("                                        every geom posed, the sweep   along: moved bodies, no sweep")
+    print("model        points detected     every    subset   no pair    subset   no pair   pairs")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(detection(name, make))
     print(f"load average {os.getloadavg()[0]:.2f}")

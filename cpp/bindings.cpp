@@ -8,7 +8,8 @@
 //     call(model, op, a, ..., e)  operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name]):
 //                                the kernels of batch.h (run), the rollout's loop (rollout), the constraint
 //                                operations (constrain: their rows vary per state, gathered from each thread's ranges)
-//                                and collision detection (collision_detect: each state's contacts, concatenated)
+//                                and collision detection (collision_detect: each state's contacts, concatenated), and
+//                                the still dofs' proof (proven_still: cpp/constraint_derivative.h)
 //     OPS, ARGUMENTS, INTEGRATORS, KernelError, the instruction sets (isa, isas, set_isa, lanes;
 //     constrained_lanes_step: whether a constrained rollout runs in lanes) and the threads (num_threads,
 //     hardware_threads, max_threads; _set_thread_limit: test-only, see cpp/parallel.h); _dense_metric: test and
@@ -1281,6 +1282,85 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     return nb::make_tuple(vector_array(out.ncon, 0), f, i, geom, vector_array(out.nnear, 0), vector_array(out.near, 0));
 }
 
+// the numpy array `name` of mapping f read in place (C-contiguous, aligned, native order, of this type and shape; an entry
+// -1: any length, returned in *free): PyArray's checks, a few nanoseconds where nanobind's ndarray cast takes microseconds
+const void *array_view(Fields &f, const char *name, int type, std::initializer_list<int64_t> shape, int64_t *free = nullptr) {
+    PyObject *x = f.object(name).ptr();
+    PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);
+    bool ok = PyArray_Check(x) && PyArray_TYPE(a) == type && PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISALIGNED(a) &&
+              !PyArray_ISBYTESWAPPED(a) && size_t(PyArray_NDIM(a)) == shape.size();
+    int k = 0;
+    for (int64_t d : shape) {
+        if (!ok) break;
+        int64_t got = int64_t(PyArray_DIMS(a)[k++]);
+        if (d < 0 && free) *free = got;
+        ok = d < 0 || got == d;
+    }
+    if (!ok) f.invalid(name, (std::string("expected a C-contiguous ") + (type == NPY_DOUBLE ? "float64" : "int64") +
+                              " array of shape " + shape_text(shape)).c_str());
+    return PyArray_DATA(a);
+}
+
+// PROVEN_STILL: still (k,) int64 dofs, tables (derivatives._still_kernel_tables' dict, per model), state (a dict: xpos
+// (nbody, 3), xmat (nbody, 3, 3) the bodies' poses at q; floats (nc, 28), ints (nc, 3) the contacts there, packed,
+// geom (nc, 2) their geoms; every array C-contiguous float64 or int64): bool (k,), each dof proven (cpp/constraint_derivative.h's
+// proven_still)
+nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
+    const Model &m = nm.model;
+    const int64_t nv = m.nv, nbody = m.nbody;
+    PyArrayObject *dofs = reinterpret_cast<PyArrayObject *>(args[0].ptr());
+    if (!PyArray_Check(args[0].ptr()) || PyArray_TYPE(dofs) != NPY_INT64 || !PyArray_IS_C_CONTIGUOUS(dofs) ||
+        !PyArray_ISALIGNED(dofs) || PyArray_NDIM(dofs) != 1)
+        fail("type", "still");
+    const int64_t k = int64_t(PyArray_DIMS(dofs)[0]);
+    const int64_t *still = static_cast<const int64_t *>(PyArray_DATA(dofs));
+    for (int64_t s = 0; s < k; s++)
+        if (still[s] < 0 || still[s] >= nv) throw nb::value_error("proven_still: a dof outside 0 .. nv - 1");
+    Arrays none;
+    Fields t(args[1], "proven_still tables", none);
+    auto D = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
+        return static_cast<const double *>(array_view(f, name, NPY_DOUBLE, shape));
+    };
+    auto I = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
+        return static_cast<const int64_t *>(array_view(f, name, NPY_INT64, shape));
+    };
+    StillTables T;
+    T.nv = nv, T.nbody = nbody, T.ngeom = t.size("ngeom"), T.npair = t.size("npair"), T.nflat = t.size("nflat");
+    const int64_t G = T.ngeom, P = T.npair, F = T.nflat;
+    T.pair = I(t, "pair", {P, 2}), T.bound = D(t, "bound", {P}), T.margin = D(t, "margin", {P});
+    T.reach = D(t, "reach", {G}), T.local = D(t, "local", {G, 3}), T.frame = D(t, "frame", {G, 3, 3});
+    T.box = D(t, "box", {G, 6}), T.body = I(t, "body", {nv}), T.anchor = D(t, "anchor", {nv});
+    T.turn = D(t, "turn", {nv}), T.slide = D(t, "slide", {nv}), T.gbody = I(t, "gbody", {G});
+    T.sphere = D(t, "sphere", {P}), T.flat = I(t, "flat", {F}), T.plane = I(t, "plane", {F});
+    T.other = I(t, "other", {F}), T.lift = D(t, "lift", {F}), T.geom_dofs = I(t, "geom_dofs", {G, nv});
+    T.geom_type = I(t, "geom_type", {G}), T.geom_size = D(t, "geom_size", {G, 3});
+    T.row_step = t.number("row_step"), T.ccd_tolerance = t.number("ccd_tolerance");
+    t.done();
+    for (int64_t p = 0; p < 2 * P; p++)
+        if (T.pair[p] < 0 || T.pair[p] >= G) t.invalid("pair", "a geom outside 0 .. ngeom - 1");
+    for (int64_t s = 0; s < nv; s++)
+        if (T.body[s] < 0 || T.body[s] >= nbody) t.invalid("body", "a body outside 0 .. nbody - 1");
+    for (int64_t g = 0; g < G; g++)
+        if (T.gbody[g] < 0 || T.gbody[g] > nbody) t.invalid("gbody", "a body outside 0 .. nbody");
+    for (int64_t f = 0; f < F; f++)
+        if (T.flat[f] < 0 || T.flat[f] >= P || T.plane[f] < 0 || T.plane[f] >= G || T.other[f] < 0 || T.other[f] >= G)
+            t.invalid("flat", "a pair or a geom outside the tables");
+    Fields a(args[2], "proven_still state", none);
+    StillState S;
+    S.xpos = D(a, "xpos", {nbody, 3}), S.xmat = D(a, "xmat", {nbody, 3, 3});
+    int64_t nc = 0;
+    S.floats = static_cast<const double *>(array_view(a, "floats", NPY_DOUBLE, {-1, PACKED_WIDTH}, &nc));
+    S.nc = nc, S.ints = I(a, "ints", {nc, 3}), S.geom = I(a, "geom", {nc, 2});
+    a.done();
+    for (int64_t c = 0; c < 2 * nc; c++)
+        if (S.geom[c] >= G) a.invalid("geom", "a geom outside 0 .. ngeom - 1");
+    const npy_intp dims[1] = {npy_intp(k)};
+    void *out;
+    nb::object r = new_array(1, dims, NPY_BOOL, out);
+    proven_still(T, S, still, k, static_cast<uint8_t *>(out));
+    return r;
+}
+
 // _native.call: one entry for every operation
 nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c, nb::handle d, nb::handle e) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
@@ -1288,6 +1368,7 @@ nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handl
     if (op == ROLLOUT) return rollout(nm, args);
     if (op == STEP_DERIVATIVES) return step_derivatives(nm, args);
     if (op == COLLISION_DETECT) return collision_detect(nm, args);
+    if (op == PROVEN_STILL) return proven_still_call(nm, args);
     return is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
 }
 

@@ -11,13 +11,19 @@
 //                          _Constraints._anchor_rows)
 //     anchor_bias_derivative  d(Jdot qd)/dq of those rows (derivatives.anchor_bias_derivative, from
 //                          _Constraints._anchor_rows)
+//     proven_still         the dofs along which no contact can appear or leave within 2 ROW_STEP of q
+//                          (_Constraints._proven_still; with still_rooms (_rooms), separation (_separation),
+//                          touching_rooms (_touching_rooms), still_segment_distance (derivatives._segment_distance))
 //
-// Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts. Included by
-// cpp/bindings.cpp only (the module function _native.plane_contact_rows).
+// Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts (proven_still: the
+// per-model tables of derivatives._still_tables, StillTables, and the poses and contacts at q, StillState). Included
+// by cpp/bindings.cpp only (the module functions _native.plane_contact_rows, ...; the operation proven_still).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "primitives.h"
@@ -473,6 +479,286 @@ inline void anchor_bias_derivative(int64_t nv, const double *J, const double *or
         quat_mul(neg, dY, t), quat_mul(t, quat, r2);
         quat_mul(negY, dquat, r3);
         for (int x = 0; x < 3; x++) out[(3 + x) * nv + m] = 0.5 * scale * (r1[1 + x] + r2[1 + x] + r3[1 + x]);
+    }
+}
+
+// ---------------------------------------------------------------- the still dofs' proof (issue U's checked points)
+
+// derivatives._still_tables' arrays and the geoms' (read in place; P pairs, k flat pairs)
+struct StillTables {
+    int64_t ngeom = 0, nv = 0, nbody = 0, npair = 0, nflat = 0;
+    const int64_t *pair = nullptr;        // (P, 2) the pairs' geoms
+    const double *bound = nullptr;        // (P,) margin + gap (inf: no narrow phase here)
+    const double *margin = nullptr;       // (P,)
+    const double *reach = nullptr;        // (ngeom,)
+    const double *local = nullptr;        // (ngeom, 3)
+    const double *frame = nullptr;        // (ngeom, 3, 3)
+    const double *box = nullptr;          // (ngeom, 6)
+    const int64_t *body = nullptr;        // (nv,)
+    const double *anchor = nullptr, *turn = nullptr, *slide = nullptr;   // (nv,)
+    const int64_t *gbody = nullptr;       // (ngeom,) nbody: the world
+    const double *sphere = nullptr;       // (P,) nan: no sphere test
+    const int64_t *flat = nullptr, *plane = nullptr, *other = nullptr;   // (k,)
+    const double *lift = nullptr;         // (k,)
+    const int64_t *geom_dofs = nullptr;   // (ngeom, nv) 0 or 1
+    const int64_t *geom_type = nullptr;   // (ngeom,)
+    const double *geom_size = nullptr;    // (ngeom, 3)
+    double row_step = 0.0, ccd_tolerance = 0.0;
+};
+
+// the poses at q and the contacts there (ContactSet.packed's floats (nc, 28) and ints (nc, 3), geom (nc, 2))
+struct StillState {
+    const double *xpos = nullptr, *xmat = nullptr;   // (nbody, 3), (nbody, 3, 3)
+    int64_t nc = 0;
+    const double *floats = nullptr;
+    const int64_t *ints = nullptr, *geom = nullptr;
+};
+
+inline constexpr double STILL_INF = std::numeric_limits<double>::infinity();
+inline constexpr int64_t PACKED_WIDTH = 28;          // ContactSet.packed's floats: pos 0..2, frame 3..11, dist 12
+
+inline bool rounded_geom(int64_t kind) { return kind == GEOM_SPHERE || kind == GEOM_CAPSULE; }
+
+// the geoms' frames at q: R (ngeom, 3, 3), their centres (ngeom, 3) (_proven_still's R, centre)
+struct StillFrames {
+    std::vector<double> R, centre, middle, half;     // middle: each box's centre; half: a segment's half axis
+};
+
+// derivatives._segment_distance of one pair of segments a0 + s d1, b0 + t d2 (s, t in [0, 1])
+inline double still_segment_distance(const double *a0, const double *d1, const double *b0, const double *d2) {
+    double r[3] = {a0[0] - b0[0], a0[1] - b0[1], a0[2] - b0[2]};
+    double A = dot3(d1, d1), E = dot3(d2, d2), b = dot3(d1, d2), c = dot3(d1, r), f = dot3(d2, r);
+    double den = A * E - b * b;
+    double s = den > 0 ? std::clamp((b * f - c * E) / den, 0.0, 1.0) : 0.0;
+    double t = E > 0 ? (b * s + f) / E : -1.0;                          // a point b0: its nearest on the first
+    if (t < 0) s = A > 0 ? std::clamp(-c / A, 0.0, 1.0) : 0.0;
+    else if (t > 1) s = A > 0 ? std::clamp((b - c) / A, 0.0, 1.0) : 0.0;
+    t = std::clamp(t, 0.0, 1.0);
+    double d[3];
+    for (int i = 0; i < 3; i++) d[i] = a0[i] + s * d1[i] - b0[i] - t * d2[i];
+    return std::sqrt(dot3(d, d));
+}
+
+// _Constraints._separation of the pair (g1, g2): a lower bound [m] on their distance (-inf: none)
+inline double separation(const StillTables &T, const StillFrames &F, int64_t g1, int64_t g2) {
+    const int64_t *kind = T.geom_type;
+    const double *size = T.geom_size, *box = T.box;
+    bool plane1 = kind[g1] == GEOM_PLANE, plane2 = kind[g2] == GEOM_PLANE;
+    bool both = rounded_geom(kind[g1]) && rounded_geom(kind[g2]);
+    if (!plane1 && !plane2 && !both) {                                  // the boxes' gap on 7 normals
+        const double *Ra = &F.R[9 * g1], *Rb = &F.R[9 * g2];
+        double line[3], unit[3];
+        for (int i = 0; i < 3; i++) line[i] = F.middle[3 * g2 + i] - F.middle[3 * g1 + i];
+        double norm = std::max(std::sqrt(dot3(line, line)), 1e-300);
+        for (int i = 0; i < 3; i++) unit[i] = line[i] / norm;
+        double best = -STILL_INF;
+        for (int k = 0; k < 7; k++) {
+            double n[3];
+            for (int i = 0; i < 3; i++) n[i] = k < 3 ? Ra[3 * i + k] : k < 6 ? Rb[3 * i + k - 3] : unit[i];
+            double gap = std::fabs(dot3(n, line));
+            for (int j = 0; j < 3; j++) {
+                gap -= std::fabs(n[0] * Ra[j] + n[1] * Ra[3 + j] + n[2] * Ra[6 + j]) * box[6 * g1 + 3 + j];
+            }
+            for (int j = 0; j < 3; j++) {
+                gap -= std::fabs(n[0] * Rb[j] + n[1] * Rb[3 + j] + n[2] * Rb[6 + j]) * box[6 * g2 + 3 + j];
+            }
+            best = std::max(best, gap);
+        }
+        return best;
+    }
+    if (both && !plane1 && !plane2) {                                   // two segments' distance less the radii
+        double a0[3], d1[3], b0[3], d2[3];
+        for (int i = 0; i < 3; i++) {
+            a0[i] = F.centre[3 * g1 + i] - F.half[3 * g1 + i], d1[i] = 2 * F.half[3 * g1 + i];
+            b0[i] = F.centre[3 * g2 + i] - F.half[3 * g2 + i], d2[i] = 2 * F.half[3 * g2 + i];
+        }
+        return still_segment_distance(a0, d1, b0, d2) - size[3 * g1] - size[3 * g2];
+    }
+    if (plane1 == plane2) return -STILL_INF;                            // two planes
+    int64_t p = plane1 ? g1 : g2, o = plane1 ? g2 : g1;                  // a plane's height of the other's lowest point
+    const double *Ro = &F.R[9 * o];
+    double n[3] = {F.R[9 * p + 2], F.R[9 * p + 5], F.R[9 * p + 8]};
+    double low;
+    if (rounded_geom(kind[o])) {
+        low = std::fabs(dot3(&F.half[3 * o], n)) + size[3 * o];
+    } else {
+        low = 0.0;
+        for (int j = 0; j < 3; j++) low += std::fabs(n[0] * Ro[j] + n[1] * Ro[3 + j] + n[2] * Ro[6 + j]) * box[6 * o + 3 + j];
+    }
+    const double *from = rounded_geom(kind[o]) ? &F.centre[3 * o] : &F.middle[3 * o];
+    double d[3] = {from[0] - F.centre[3 * p], from[1] - F.centre[3 * p + 1], from[2] - F.centre[3 * p + 2]};
+    return dot3(d, n) - low;
+}
+
+// _Constraints._default_frames of contact c: its first tangent make_frame's default
+inline bool default_frame(const StillState &S, int64_t c) {
+    const double *frame = S.floats + PACKED_WIDTH * c + 3, *n = frame;
+    double y0[3] = {0.0, std::fabs(n[1]) < 0.5 ? 1.0 : 0.0, std::fabs(n[1]) < 0.5 ? 0.0 : 1.0};
+    double along = dot3(n, y0), y[3];
+    for (int i = 0; i < 3; i++) y[i] = y0[i] - n[i] * along;
+    double norm = std::sqrt(dot3(y, y)), worst = 0.0;
+    for (int i = 0; i < 3; i++) worst = std::max(worst, std::fabs(y[i] / norm - frame[3 + i]));
+    return worst < 1e-9;
+}
+
+// the touching geom pairs at q in their first contact's order: their geoms, contacts (in order) and candidates
+struct Touching {
+    int64_t g1, g2;
+    std::vector<int64_t> contacts, candidates;
+};
+
+// _Constraints._touching_rooms' room of each touching pair with one candidate (-inf for the others: not known)
+inline std::vector<double> touching_rooms(const StillTables &T, const StillFrames &F, const StillState &S,
+                                          const std::vector<Touching> &touching) {
+    const int64_t *kind = T.geom_type;
+    const double *size = T.geom_size;
+    std::vector<double> room(touching.size(), -STILL_INF);
+    double turn_max = 0.0;
+    for (int64_t k = 0; k < T.nv; k++) turn_max = std::max(turn_max, T.turn[k]);
+    for (size_t k = 0; k < touching.size(); k++) {
+        const Touching &t = touching[k];
+        if (t.candidates.size() != 1) continue;
+        int64_t a = t.g1, b = t.g2, count = int64_t(t.contacts.size()), first = t.contacts[0];
+        double m = T.margin[t.candidates[0]], r = -STILL_INF;
+        if (kind[a] == GEOM_PLANE && rounded_geom(kind[b])) {          // a plane's: each end's dist
+            double n[3] = {F.R[9 * a + 2], F.R[9 * a + 5], F.R[9 * a + 8]}, d[3];
+            for (int i = 0; i < 3; i++) d[i] = F.centre[3 * b + i] - F.centre[3 * a + i];
+            double height = dot3(d, n) - size[3 * b], lift = std::fabs(dot3(&F.half[3 * b], n));
+            double end0 = height - lift, end1 = height + lift;
+            int64_t inside = int64_t(end0 < m) + int64_t(kind[b] == GEOM_CAPSULE && end1 < m);
+            double near = std::min(std::fabs(end0 - m), std::fabs(end1 - m));
+            r = inside == count ? near : -STILL_INF;
+        } else if (rounded_geom(kind[a]) && rounded_geom(kind[b]) && count == 1) {   // two spheres or capsules
+            const double *u = &F.R[9 * a], *v = &F.R[9 * b];
+            double uv = u[2] * v[2] + u[5] * v[5] + u[8] * v[8];
+            double sine = std::sqrt(std::max(1.0 - uv * uv, 0.0));
+            double turning = 2 * T.row_step * turn_max + 1e-9;
+            bool parallel = kind[a] == GEOM_CAPSULE && kind[b] == GEOM_CAPSULE && sine <= 1e-4 + turning;
+            bool framed = S.ints[3 * first] > 1 && default_frame(S, first);
+            r = parallel || framed ? -STILL_INF : m - S.floats[PACKED_WIDTH * first + 12];
+        }
+        for (int64_t c : t.contacts) {                                  // nearer its own than half the way to another
+            double group = STILL_INF;
+            for (int64_t e = 0; e < S.nc; e++) {
+                if (e == c || S.ints[3 * e] != S.ints[3 * c] || S.ints[3 * e + 1] != S.ints[3 * c + 1] ||
+                    S.ints[3 * e + 2] != S.ints[3 * c + 2])
+                    continue;
+                double d[3];
+                for (int i = 0; i < 3; i++) d[i] = S.floats[PACKED_WIDTH * c + i] - S.floats[PACKED_WIDTH * e + i];
+                group = std::min(group, std::sqrt(dot3(d, d)));
+            }
+            r = std::min(r, group / 2);
+        }
+        room[k] = r;
+    }
+    return room;
+}
+
+// _Constraints._rooms: (P,) how far each pair's geoms may move before their contacts may change (-inf: not known)
+inline std::vector<double> still_rooms(const StillTables &T, const StillFrames &F, const StillState &S,
+                                       const std::vector<Touching> &touching, const std::vector<char> &needed,
+                                       const std::vector<char> &held, const std::vector<double> &travel) {
+    std::vector<double> room(T.npair);
+    for (int64_t p = 0; p < T.npair; p++) {                             // above detect's bounding-sphere filter
+        const double *c1 = &F.centre[3 * T.pair[2 * p]], *c2 = &F.centre[3 * T.pair[2 * p + 1]];
+        double d[3] = {c1[0] - c2[0], c1[1] - c2[1], c1[2] - c2[2]};
+        room[p] = std::sqrt(dot3(d, d)) - T.sphere[p];                  // nan where no sphere test
+    }
+    for (int64_t k = 0; k < T.nflat; k++) {                             // a plane's height of the other's sphere
+        int64_t pl = T.plane[k], o = T.other[k];
+        double n[3] = {F.R[9 * pl + 2], F.R[9 * pl + 5], F.R[9 * pl + 8]}, d[3];
+        for (int i = 0; i < 3; i++) d[i] = F.centre[3 * o + i] - F.centre[3 * pl + i];
+        room[T.flat[k]] = std::fmax(room[T.flat[k]], dot3(d, n) - T.lift[k]);
+    }
+    for (int64_t p = 0; p < T.npair; p++) {
+        if (std::isnan(room[p])) room[p] = -STILL_INF;
+        if (needed[p] && !held[p] && room[p] <= travel[p] && T.bound[p] < STILL_INF) {   // the narrow phase's margin
+            double far = separation(T, F, T.pair[2 * p], T.pair[2 * p + 1]) - T.bound[p] - 10 * T.ccd_tolerance;
+            room[p] = std::max(room[p], far);
+        }
+        if (held[p]) room[p] = -STILL_INF;
+    }
+    std::vector<double> rest = touching_rooms(T, F, S, touching);
+    for (size_t k = 0; k < touching.size(); k++)
+        if (touching[k].candidates.size() == 1) room[touching[k].candidates[0]] = rest[k];
+    return room;
+}
+
+// _Constraints._proven_still: out[k] whether no contact can appear or leave within 2 ROW_STEP along dof still[k]
+inline void proven_still(const StillTables &T, const StillState &S, const int64_t *still, int64_t nstill, uint8_t *out) {
+    std::fill(out, out + nstill, uint8_t(0));
+    const int64_t G = T.ngeom, P = T.npair;
+    std::vector<Touching> touching;                                     // _touching_pairs, with their candidates
+    for (int64_t c = 0; c < S.nc; c++) {
+        int64_t a = S.geom[2 * c], b = S.geom[2 * c + 1];
+        if (a < 0 || b < 0) return;                                     // a contact of no geom pair: not followed
+        size_t k = 0;
+        while (k < touching.size() && (touching[k].g1 != a || touching[k].g2 != b)) k++;
+        if (k == touching.size()) touching.push_back({a, b, {}, {}});
+        touching[k].contacts.push_back(c);
+    }
+    std::vector<char> held(P, 0);
+    for (Touching &t : touching) {
+        for (int64_t p = 0; p < P; p++)
+            if (T.pair[2 * p] == t.g1 && T.pair[2 * p + 1] == t.g2) t.candidates.push_back(p), held[p] = 1;
+        if (t.candidates.empty()) return;                               // a contact of no candidate: not followed
+    }
+    StillFrames F;                                                      // the geoms' frames at q
+    F.R.assign(9 * G, 0.0), F.centre.assign(3 * G, 0.0), F.middle.assign(3 * G, 0.0), F.half.assign(3 * G, 0.0);
+    static const double eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
+    for (int64_t g = 0; g < G; g++) {
+        bool world = T.gbody[g] >= T.nbody;
+        const double *M = world ? eye : S.xmat + 9 * T.gbody[g], *X = world ? zero : S.xpos + 3 * T.gbody[g];
+        const double *fr = T.frame + 9 * g, *lo = T.local + 3 * g, *bx = T.box + 6 * g;
+        double *R = &F.R[9 * g];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) R[3 * i + j] = M[3 * i] * fr[j] + M[3 * i + 1] * fr[3 + j] + M[3 * i + 2] * fr[6 + j];
+        for (int i = 0; i < 3; i++) F.centre[3 * g + i] = M[3 * i] * lo[0] + M[3 * i + 1] * lo[1] + M[3 * i + 2] * lo[2] + X[i];
+        for (int i = 0; i < 3; i++)
+            F.middle[3 * g + i] = F.centre[3 * g + i] + (R[3 * i] * bx[0] + R[3 * i + 1] * bx[1] + R[3 * i + 2] * bx[2]);
+        double h = T.geom_type[g] == GEOM_CAPSULE ? T.geom_size[3 * g + 1] : 0.0;
+        for (int i = 0; i < 3; i++) F.half[3 * g + i] = h * R[3 * i + 2];
+    }
+    double scale = 1.0;                                                 // the scene's size
+    for (int64_t x = 0; x < 3 * G; x++) scale = std::max(scale, std::fabs(F.centre[x]));
+    for (int64_t k = 0; k < nstill; k++)
+        for (int i = 0; i < 3; i++) scale = std::max(scale, std::fabs(S.xpos[3 * T.body[still[k]] + i]));
+    const int64_t W = (nstill + 63) / 64;                               // each geom's still dofs, a bit each
+    std::vector<uint64_t> moves(G * W, 0);
+    std::vector<double> speed(nstill * G, 0.0), fastest(G, 0.0);        // each geom's points' speed along each dof
+    for (int64_t k = 0; k < nstill; k++) {
+        int64_t dof = still[k];
+        const double *x = S.xpos + 3 * T.body[dof];
+        for (int64_t g = 0; g < G; g++) {
+            if (!T.geom_dofs[g * T.nv + dof]) continue;                 // 0: a geom the dof does not move
+            moves[g * W + k / 64] |= uint64_t(1) << (k % 64);
+            const double *c = &F.centre[3 * g];
+            double square = dot3(c, c) + dot3(x, x) - 2 * dot3(x, c);
+            double lever = std::sqrt(std::max(square, 0.0)) + (1e-7 * scale + T.anchor[dof]) + T.reach[g];
+            double v = T.slide[dof] + T.turn[dof] * lever;
+            speed[k * G + g] = v, fastest[g] = std::max(fastest[g], v);
+        }
+    }
+    std::vector<char> needed(P, 0);                                     // the pairs some dof may change
+    for (int64_t p = 0; p < P; p++) {
+        const uint64_t *m1 = &moves[T.pair[2 * p] * W], *m2 = &moves[T.pair[2 * p + 1] * W];
+        for (int64_t w = 0; w < W && !needed[p]; w++) needed[p] = (m1[w] ^ m2[w]) || (held[p] && (m1[w] | m2[w]));
+    }
+    double slack = 1e-9 * scale;
+    std::vector<double> travel(P);
+    for (int64_t p = 0; p < P; p++)
+        travel[p] = 2 * T.row_step * (fastest[T.pair[2 * p]] + fastest[T.pair[2 * p + 1]]) + slack;
+    std::vector<double> room = still_rooms(T, F, S, touching, needed, held, travel);
+    std::fill(out, out + nstill, uint8_t(1));
+    for (int64_t p = 0; p < P; p++) {                                   // those that fail at the fastest: dof by dof
+        if (!needed[p] || room[p] > travel[p]) continue;
+        int64_t g1 = T.pair[2 * p], g2 = T.pair[2 * p + 1];
+        for (int64_t k = 0; k < nstill; k++) {
+            bool b1 = moves[g1 * W + k / 64] >> (k % 64) & 1, b2 = moves[g2 * W + k / 64] >> (k % 64) & 1;
+            bool need = b1 != b2 || (held[p] && (b1 || b2));
+            double move = 2 * T.row_step * (speed[k * G + g1] + speed[k * G + g2]) + slack;
+            if (need && !(room[p] > move)) out[k] = 0;
+        }
     }
 }
 

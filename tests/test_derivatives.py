@@ -1232,6 +1232,7 @@ def test_constrained_step_derivatives_detect_at_each_point_the_pairs_its_dof_mov
     a self-contact whose geoms every free dof moves together: its contact moves with them (it is collided there)."""
     m, d, (model, q, qd, ctrl) = scene()
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+    monkeypatch.setattr(derivatives._Constraints, "_proven_still", no_proof)   # every dof's points detected
     seen, moved_contacts = [], derivatives._Constraints._moved_contacts
 
     def spy(self, Q, dofs):
@@ -1276,6 +1277,189 @@ def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs
       </worldbody></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
     assert collision.contact_dofs(model).tolist() == [True, False, True]
+
+
+def proving_scene(sphere: float, capsule: float, arm: float, deep: float = 1e-3) -> tuple:
+    """(Model, q, qd) for _Constraints._proven_still: on the floor, a sphere on a vertical slide sphere [m] above it, a free capsule
+    lying capsule above it (both ends), an arm on a hinge whose capsule's lower end is arm above it (it moves up and down
+    at 0.3 m/rad, the capsule's points at up to 0.58 m/rad) carrying a hinged ball, a free box 0.2 m up and a second
+    free capsule across the first one, deep into it (both condim 1: their contact has one row); q as built, qd zero."""
+    xml = f"""<mujoco><worldbody><geom type="plane" size="3 3 .1"/>
+      <body pos="0 0 {float(0.1 + sphere)!r}"><joint type="slide" axis="0 0 1"/><geom size=".1"/></body>
+      <body pos="1 0 {float(0.05 + capsule)!r}"><freejoint/>
+        <geom type="capsule" fromto="-.2 0 0 .2 0 0" size=".05" condim="1"/></body>
+      <body pos="1 0 {float(0.15 + capsule - deep)!r}"><freejoint/>
+        <geom type="capsule" fromto="0 -.2 0 0 .2 0" size=".05" condim="1"/></body>
+      <body pos="-1 0 {float(0.55 + arm)!r}"><joint type="hinge" axis="1 0 0"/><geom type="capsule" fromto="0 0 0 0 .3 -.5" size=".05"/>
+        <body pos="0 .3 -.3"><joint type="hinge" axis="0 1 0"/><geom pos=".2 0 0" size=".05"/></body></body>
+      <body pos="2 0 .4"><freejoint/><geom type="box" size=".1 .1 .1"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    return engine.from_mujoco(m), m.qpos0.copy(), np.zeros(m.nv)
+
+
+def no_proof(self, still, poses) -> np.ndarray:
+    """_Constraints._proven_still proving nothing: every still dof's points detected."""
+    return np.zeros(len(still), bool)
+
+
+def proven_calls(monkeypatch, model, q, qd, backend="native") -> tuple:
+    """(outcome with _proven_still, outcome without it (no_proof), the dofs proven): each outcome (A, B) or the
+    InvalidStateError's message."""
+    proven, prove = [], derivatives._Constraints._proven_still
+
+    def spy(self, still, poses):
+        out = prove(self, still, poses)
+        proven.append(still[out])
+        return out
+    outcomes = []
+    for proof in (spy, no_proof):
+        monkeypatch.setattr(derivatives._Constraints, "_proven_still", proof)
+        try:
+            outcomes.append(run(backend, derivatives.step_derivatives, model, q, qd, constraints=True))
+        except InvalidStateError as e:
+            outcomes.append(str(e))
+    monkeypatch.setattr(derivatives._Constraints, "_proven_still", prove)
+    return *outcomes, np.concatenate(proven) if proven else np.zeros(0, int)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("where, gap", [("sphere", 5e-7), ("sphere", 1.5e-6), ("sphere", -1.5e-6), ("capsule", 1.5e-6),
+                                        ("capsule", -1.5e-6), ("arm", 5e-7), ("arm", -5e-7)])
+def test_constrained_step_derivatives_still_refuse_a_contact_switching_along_a_dof_not_differenced(monkeypatch, backend,
+                                                                                                    where, gap):
+    """A contact that appears (gap above the floor) or leaves (gap into it) within 2 ROW_STEP along a dof that moves no
+    differenced row: 5e-7 or 1.5e-6 along the sphere's slide, 1.5e-6 along the lying capsule's free z, 5e-7 along the
+    arm's hinge (its end moves 0.3 m/rad: 6e-7 over 2 ROW_STEP): _proven_still does not prove that dof (its bound: 2
+    ROW_STEP times each point's speed; with 1 ROW_STEP the sphere's 1.5e-6 states pass unrefused) and the detection
+    refuses the state by name, as without the proof, on both backends."""
+    model, q, qd = proving_scene(**{"sphere": 1e-3, "capsule": -1e-3, "arm": 1e-3, where: gap})
+    with_proof, without, _ = proven_calls(monkeypatch, model, q, qd, backend)
+    assert isinstance(with_proof, str) and "appears or disappears" in with_proof and with_proof == without
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_constrained_step_derivatives_prove_still_dofs_as_the_detection_finds_them(monkeypatch, backend):
+    """proving_scene at random heights near and far from a switch (each contact's distance 1e-3 or a few ROW_STEP
+    either side of 0, the crossing capsule 1e-3 or 1e-6 deep): with the proof, the same A and B (exactly: the same
+    arithmetic) or the same refusal as the detection at every point without it; the far states are taken with most dofs
+    proven (every one at the first: nothing near), the near ones refused."""
+    rng = np.random.default_rng(7)
+    choices = np.array([1e-3, 1e-3, 3e-6, -3e-6, 1.5e-6, -1.5e-6])
+    for trial in range(12):
+        heights = (np.full(3, 1e-3) if trial == 0 else rng.choice(choices, 3)) * np.array([1, 1, 1])
+        deep = 1e-3 if trial < 6 else rng.choice([1e-3, 1e-6])
+        model, q, qd = proving_scene(heights[0], -heights[1], heights[2], deep)
+        with_proof, without, proven = proven_calls(monkeypatch, model, q, qd, backend)
+        if isinstance(without, str):
+            assert with_proof == without
+        else:
+            assert not isinstance(with_proof, str)
+            assert all(np.array_equal(x, y) for x, y in zip(with_proof, without))
+        if trial == 0:
+            assert not isinstance(with_proof, str) and len(proven) == model.nv
+
+
+#: proven_piles' bodies: a box, a capsule, a sphere, a cylinder, an ellipsoid and a convex mesh (hull), each free
+PILE_KINDS = ['type="box" size=".1 .05 .2"', 'type="capsule" size=".05 .2"', 'size=".1"', 'type="cylinder" size=".1 .2"',
+              'type="ellipsoid" size=".1 .2 .05"', 'type="mesh" mesh="hull"']
+
+
+def proven_piles(seed: int, count: int) -> list:
+    """count (Model, q, qd) of PILE_KINDS' six free bodies and a hinged capsule arm over a plane, at random poses within
+    0.5 m of each other, each body then lifted or lowered to a distance from the floor (mj_geomDistance's) of 1e-3 or
+    2e-2, but one in half the states a few ROW_STEP either side of touching it (some touch each other), qd random."""
+    rng = np.random.default_rng(seed)
+    hull = " ".join(f"{x:.5f}" for x in rng.normal(size=(12, 3)).ravel() * 0.1)
+    bodies = "".join(f'<body pos="{k / 2} 0 1"><freejoint/><geom {kind}/></body>' for k, kind in enumerate(PILE_KINDS))
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><asset><mesh name="hull" vertex="{hull}"/></asset><worldbody>
+      <geom type="plane" size="5 5 .1"/>{bodies}<body pos="1 1 .4"><joint type="hinge" axis="1 0 0"/>
+      <geom type="capsule" fromto="0 0 0 0 -.3 -.3" size=".05"/></body></worldbody></mujoco>""")
+    model, out = engine.from_mujoco(m), []
+    for _ in range(count):
+        q = m.qpos0.copy()
+        for k in range(len(PILE_KINDS)):
+            q[7 * k:7 * k + 3] = [k * 0.25 + rng.uniform(-0.1, 0.1), rng.uniform(-0.2, 0.2), rng.uniform(0.0, 0.35)]
+            quat = rng.normal(size=4)
+            q[7 * k + 3:7 * k + 7] = quat / np.linalg.norm(quat)
+        q[-1] = rng.uniform(-0.5, 0.5)
+        d = mujoco.MjData(m)
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        near = rng.integers(2 * len(PILE_KINDS))                          # one body near a switch in half the states
+        for k in range(len(PILE_KINDS)):                                 # geom k + 1 is body k's, geom 0 the floor
+            gap = rng.choice([3e-6, -3e-6, 1.5e-6, -1.5e-6, 5e-7]) if k == near else rng.choice([1e-3, 2e-2])
+            q[7 * k + 2] += gap - mujoco.mj_geomDistance(m, d, 0, k + 1, 1.0, None)
+        out.append((model, q, rng.normal(size=m.nv) * 0.1))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_proven_still_dofs_show_no_switch_at_their_points_in_random_piles(monkeypatch, backend):
+    """proven_piles' 16 random states: the dofs _proven_still proves, their points detected anyway (no_proof), give
+    the same A and B bit for bit, or the same refusal; some states are taken and some dofs proven."""
+    proven, taken = 0, 0
+    for model, q, qd in proven_piles(11, 16):
+        with_proof, without, ok = proven_calls(monkeypatch, model, q, qd, backend)
+        if isinstance(without, str):
+            assert with_proof == without
+        else:
+            assert not isinstance(with_proof, str)
+            assert all(np.array_equal(x, y) for x, y in zip(with_proof, without))
+            taken += 1
+        proven += len(ok)
+    assert proven > 0 and taken > 0
+
+
+def test_compiled_proof_proves_the_numpy_texts_dofs(monkeypatch):
+    """cpp/constraint_derivative.h's proven_still (native.PROVEN_STILL) proves the same still dofs as the NumPy text of
+    _Constraints._proven_still at every call of proving_scene's and proven_piles' states (every dof asked), and the
+    proofs differ from all-true and all-false."""
+    seen, prove = [], derivatives._Constraints._proven_still
+
+    def spy(self, still, poses):
+        seen.append((self, np.arange(self.model.nv), poses))
+        return prove(self, still, poses)
+    monkeypatch.setattr(derivatives._Constraints, "_proven_still", spy)
+    states = proven_piles(5, 12) + [proving_scene(a, -b, c) for a, b, c in
+                                     np.random.default_rng(2).choice([1e-3, 3e-6, -3e-6, 1e-1], (8, 3))]
+    for model, q, qd in states:
+        try:
+            run("native", derivatives.step_derivatives, model, q, qd, constraints=True)
+        except InvalidStateError:
+            pass
+    outs = [(run("native", prove, *call), run("numpy", prove, *call)) for call in seen]
+    assert len(outs) >= 10 and all(a.dtype == bool and np.array_equal(a, b) for a, b in outs)
+    every = np.concatenate([a for a, _ in outs])
+    assert every.any() and not every.all()
+
+
+def test_separation_bounds_the_geoms_distance_from_below():
+    """_Constraints._separation (the boxes' gap, a plane's height, two segments' distance) and _segment_distance: never
+    above MuJoCo's distance of the two geoms (mj_geomDistance, its convex solver's for meshes and boxes), at random
+    poses of a box, a capsule, a sphere, a cylinder, an ellipsoid and a convex mesh over a plane; and within 1e-12 of it
+    for two spheres or capsules."""
+    rng = np.random.default_rng(3)
+    hull = " ".join(f"{x:.5f}" for x in rng.normal(size=(12, 3)).ravel() * 0.1)
+    kinds = ['type="box" size=".1 .05 .2"', 'type="capsule" size=".05 .2"', 'size=".1"',
+             'type="cylinder" size=".1 .2"', 'type="ellipsoid" size=".1 .2 .05"', 'type="mesh" mesh="hull"']
+    bodies = "".join(f'<body pos="{k} 0 1"><freejoint/><geom {kind}/></body>' for k, kind in enumerate(kinds))
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><asset><mesh name="hull" vertex="{hull}"/></asset><worldbody>
+      <geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>""")
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    constraints = derivatives._Constraints(model)
+    pairs = np.array([(a, b) for a in range(m.ngeom) for b in range(a + 1, m.ngeom)])
+    rounded = np.isin(m.geom_type[pairs], (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_CAPSULE)).all(axis=1)
+    for _ in range(30):
+        d.qpos[:] = m.qpos0
+        for k in range(len(kinds)):
+            d.qpos[7 * k:7 * k + 3] = rng.uniform(-0.4, 0.4, 3) + [0, 0, 0.3]
+            quat = rng.normal(size=4)
+            d.qpos[7 * k + 3:7 * k + 7] = quat / np.linalg.norm(quat)
+        mujoco.mj_kinematics(m, d)
+        bound = constraints._separation(pairs, d.geom_xmat.reshape(-1, 3, 3).copy(), d.geom_xpos.copy())
+        exact = np.array([mujoco.mj_geomDistance(m, d, a, b, 10.0, None) for a, b in pairs])
+        assert (bound <= exact + 1e-9).all()
+        assert np.abs(bound - exact)[rounded & (exact > 0)].max(initial=0.0) < 1e-12
 
 
 #: contacts without rows (MuJoCo: ncon > 0, nefc 0): an explicit pair between a free ball's geom and its welded child's,

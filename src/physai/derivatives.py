@@ -66,7 +66,7 @@ from physai import integrators as integ
 from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
-from physai.spatial import mat_to_quat, quat_mul, skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
+from physai.spatial import mat_to_quat, quat_mul, quat_to_mat, skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
 from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
@@ -267,6 +267,116 @@ def _pair_motions(model: Model) -> tuple:
     for p, pair in enumerate(geom.tolist()):
         index.setdefault(tuple(pair), []).append(p)
     return np.ascontiguousarray(g1 ^ g2), np.ascontiguousarray(g1 | g2), index
+
+
+class _StillTables(NamedTuple):
+    """_still_tables' arrays (their meanings there)."""
+    pair: np.ndarray
+    bound: np.ndarray
+    margin: np.ndarray
+    reach: np.ndarray
+    local: np.ndarray
+    frame: np.ndarray
+    box: np.ndarray
+    body: np.ndarray
+    anchor: np.ndarray
+    turn: np.ndarray
+    slide: np.ndarray
+    gbody: np.ndarray
+    sphere: np.ndarray
+    flat: np.ndarray
+    plane: np.ndarray
+    other: np.ndarray
+    lift: np.ndarray
+
+
+@per_model
+def _still_tables(model: Model) -> _StillTables:
+    """The fixed parts of _Constraints._proven_still's bounds (made once per model): (pair (P, 2) the pairs' geoms,
+    bound (P,) margin + gap and margin (P,) of each candidate (inf: a pair without a narrow phase here, never
+    decided), reach (ngeom,) a geom's box's (geom_aabb) centre's distance from the geom's plus its half sides' sum (a
+    turn by a moves the box's centre and its extent along a fixed axis by at most reach a; it holds a capsule's ends;
+    1e300 for a plane: its normal turns; 0 on a slide), local (ngeom, 3), frame (ngeom, 3, 3) a geom's position and axes in its body
+    (the world's for a geom on it), box (ngeom, 6) its geom_aabb (zero for a plane), body (nv,) each dof's joint's
+    body, anchor (nv,) a bound on the distance of a turning dof's axis from that body's origin (|jnt_pos| plus twice
+    each later turning joint's on the body, 1e300 after a slide: MuJoCo composes a body's joints in order), turn and
+    slide (nv,) each dof's angular and linear rate per unit of it (|axis| of a hinge or slide, 1 on a ball's or free
+    joint's axes), gbody (ngeom,) a geom's body (nbody: the world), and detect's bounding-sphere filter's parts:
+    sphere (P,) r1 + r2 + margin + gap where both geoms' rbound > 0 (nan elsewhere), and the pairs it tests as a plane
+    below the other's sphere, (flat, plane, other, lift) (k,): the pair, its plane, its other geom, r + margin + gap."""
+    G, pair = model.geoms, engine.collision.pair_geoms(model)
+    cands = engine.collision.candidates(model)[0]
+    _, _, _, _, _, margin, gap = engine.collision.contact_parameter_arrays(model, cands.geom[:, 0], cands.geom[:, 1],
+                                                                          cands.ipair)
+    extra = len(pair) - len(cands)
+    margin, bound = np.r_[margin, np.full(extra, np.inf)], np.r_[margin + gap, np.full(extra, np.inf)]
+    plane = G.geom_type == geoms.PLANE
+    box = np.where(plane[:, None], 0.0, G.geom_aabb)                    # a plane's box: unbounded, not read
+    reach = np.where(plane, 1e300, np.linalg.norm(box[:, :3], axis=1) + box[:, 3:].sum(axis=1))
+    body, anchor, turn, slide = (np.zeros(model.nv, np.intp), np.zeros(model.nv), np.zeros(model.nv),
+                                 np.zeros(model.nv))
+    for j in range(model.njnt):
+        kind, adr, b = int(model.jnt_type[j]), int(model.jnt_dofadr[j]), int(model.jnt_bodyid[j])
+        later = [i for i in range(j + 1, model.njnt) if int(model.jnt_bodyid[i]) == b]
+        far = 1e300 if any(int(model.jnt_type[i]) == joints.SLIDE for i in later) else \
+            np.linalg.norm(model.jnt_pos[j]) + 2 * sum(np.linalg.norm(model.jnt_pos[i]) for i in later)
+        size = np.linalg.norm(model.jnt_axis[j])
+        dofs = slice(adr, adr + joints.NV[kind])
+        body[dofs], anchor[dofs] = b, far
+        if kind == joints.FREE:
+            slide[adr:adr + 3], turn[adr + 3:adr + 6] = 1.0, 1.0
+        elif kind == joints.BALL:
+            turn[dofs] = 1.0
+        elif kind == joints.HINGE:
+            turn[dofs] = size
+        else:
+            slide[dofs] = size
+    frame = np.ascontiguousarray(quat_to_mat(G.geom_quat / np.linalg.norm(G.geom_quat, axis=1)[:, None]))
+    gbody = np.where(G.geom_bodyid >= 0, G.geom_bodyid, model.nbody)
+    r1, r2 = G.geom_rbound[pair[:, 0]], G.geom_rbound[pair[:, 1]]
+    spheres = (r1 > 0) & (r2 > 0)
+    reach_pair = np.where(spheres, r1 + r2 + bound, np.nan)             # nan: no sphere test
+    flats = []                                                          # (pair, plane, other, r + bound)
+    for p, (a, b) in enumerate(pair.tolist()):
+        for g, o, r in ((a, b, r2[p]), (b, a, r1[p])):
+            if not spheres[p] and G.geom_type[g] == geoms.PLANE and r > 0:
+                flats.append((p, g, o, r + bound[p]))
+    flats = np.array(flats, dtype=float).reshape(-1, 4)
+    table = _StillTables(pair, bound, margin, reach, G.geom_pos.copy(), frame, box, body, anchor, turn, slide, gbody,
+                         reach_pair, flats[:, 0].astype(np.intp), flats[:, 1].astype(np.intp), flats[:, 2].astype(np.intp),
+                         flats[:, 3])
+    for a in table:
+        a.setflags(write=False)
+    return table
+
+
+@per_model
+def _still_kernel_tables(model: Model) -> dict:
+    """_still_tables' arrays by name as the compiled proof reads them (native.PROVEN_STILL,
+    cpp/constraint_derivative.h's StillTables), with the geoms' dofs, types and sizes, ROW_STEP and ccd_tolerance (made
+    once per model)."""
+    table = _still_tables(model)._asdict()
+    table.update(geom_dofs=model.geom_dofs, geom_type=model.geoms.geom_type, geom_size=model.geoms.geom_size)
+    out = {k: np.ascontiguousarray(v, dtype=np.float64 if np.asarray(v).dtype.kind == "f" else np.int64)
+           for k, v in table.items()}
+    return {**out, "ngeom": int(model.geoms.ngeom), "npair": len(out["pair"]), "nflat": len(out["flat"]),
+            "row_step": float(ROW_STEP), "ccd_tolerance": float(model.opt.ccd_tolerance)}
+
+
+def _segment_distance(a0: np.ndarray, d1: np.ndarray, b0: np.ndarray, d2: np.ndarray) -> np.ndarray:
+    """(m,) the distance of segments a0 + s d1 and b0 + t d2 (s, t in [0, 1]; (m, 3) each, a point where d = 0): the
+    nearest pair's (Ericson's clamped solution: s on the lines' (0 where they are parallel), t from it, s again where
+    t is clamped)."""
+    r = a0 - b0
+    A, E, b, c, f = np.einsum("pmx,pmx->pm", np.stack([d1, d2, d1, d1, d2]), np.stack([d1, d2, d2, r, r]))
+    den = A * E - b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(den > 0, np.clip((b * f - c * E) / den, 0.0, 1.0), 0.0)
+        t = np.where(E > 0, (b * s + f) / E, -1.0)                     # a point b0: its nearest on the first
+        s = np.where(t < 0, np.where(A > 0, np.clip(-c / A, 0.0, 1.0), 0.0),
+                     np.where(t > 1, np.where(A > 0, np.clip((b - c) / A, 0.0, 1.0), 0.0), s))
+    t = np.clip(t, 0.0, 1.0)
+    return np.linalg.norm(a0 + s[:, None] * d1 - b0 - t[:, None] * d2, axis=1)
 
 
 @per_model
@@ -674,6 +784,181 @@ class _Constraints:
         subset = (apart | (either & touching))[dofs]                       # (n, P), C order: as the kernel reads it
         moved = (model.geom_dofs[at_q[:, 0]] | model.geom_dofs[at_q[:, 1]]).T[dofs]
         return subset, moved
+
+    def _proven_still(self, still: np.ndarray, poses: tuple) -> np.ndarray:
+        """(len(still),) bool: the dofs in still (moving no differenced row) along which no contact can appear or leave
+        within 2 ROW_STEP of q, proven from the poses at q (the bodies' (xpos, xmat)), so that terms need not detect
+        at their points; the others are detected there as before (compiled where COMPILED_PIECES:
+        cpp/constraint_derivative.h's proven_still, function by function as this text, _rooms, _separation,
+        _touching_rooms, _segment_distance). Moved by t along a dof, every body it moves turns about one fixed axis (or
+        slides), so each point's path is at most |t| times its speed at q, which
+        is at most |axis| (|c - xpos_b| + anchor + reach) for a geom's points within reach of its centre c on a turning
+        dof (b its joint's body), |axis| on a sliding one (_still_tables). Along a dof, every pair whose contacts it
+        may change (_detect_subset's) must keep them with room beyond 2 ROW_STEP times its geoms' speeds, plus 1e-9 of
+        the scene's size for the poses' rounding (_rooms): no contact for a pair without one at q, the same ones for a
+        pair with some (_touching_rooms). Each pair is checked at its geoms' fastest dofs, those that fail dof by dof."""
+        model, contacts = self.model, self.contacts[0]
+        if contacts.geom is None or (contacts.geom < 0).any():           # a contact of no geom pair: not followed
+            return np.zeros(len(still), bool)
+        xpos, xmat = poses
+        if COMPILED_PIECES and native.on:                                # the compiled proof, one call
+            floats, ints = contacts.packed()
+            return native.PROVEN_STILL(model, still, _still_kernel_tables(model), {
+                "xpos": np.ascontiguousarray(xpos), "xmat": np.ascontiguousarray(xmat), "floats": floats, "ints": ints,
+                "geom": np.ascontiguousarray(contacts.geom, dtype=np.int64)})
+        t = _still_tables(model)
+        pair, reach, local, frame, body, anchor, turn, slide, gbody = (t.pair, t.reach, t.local, t.frame, t.body, t.anchor,
+                                                                        t.turn, t.slide, t.gbody)
+        apart, either, index = _pair_motions(model)
+        X, M = np.concatenate([xpos, [[0.0, 0.0, 0.0]]]), np.concatenate([xmat, [np.eye(3)]])[gbody]
+        R, centre = M @ frame, (M @ local[:, :, None])[:, :, 0] + X[gbody]     # the geoms' frames at q
+        # each geom's points' speed along each dof (inf where a plane turns); |c - x| from |c|^2 + |x|^2 - 2 c . x
+        rate, x = turn[still][:, None], xpos[body[still]]
+        scale = max(1.0, np.abs(centre).max(), np.abs(x).max())
+        square = (centre * centre).sum(axis=1) + (x * x).sum(axis=1)[:, None] - 2 * (x @ centre.T)
+        lever = np.sqrt(np.maximum(square, 0.0)) + (1e-7 * scale + anchor[still][:, None]) + reach   # its rounding in
+        speed = (slide[still][:, None] + rate * lever) * model.geom_dofs[:, still].T
+        touching = self._touching_pairs()
+        if any(key not in index for key in touching):                   # a contact of no candidate: not followed
+            return np.zeros(len(still), bool)
+        held = np.zeros(len(pair), bool)
+        held[[p for key in touching for p in index.get(key, ())]] = True
+        moves, moved = apart[still], either[still]
+        needed = moves.any(axis=0) | (moved.any(axis=0) & held)            # the pairs some dof may change
+        g1, g2, slack = pair[:, 0], pair[:, 1], 1e-9 * scale
+        fastest = speed.max(axis=0)
+        travel = 2 * ROW_STEP * (fastest[g1] + fastest[g2]) + slack
+        room = self._rooms(needed, held, travel, touching, centre, R)
+        fail = np.flatnonzero(needed & ~(room > travel))
+        if not fail.size:
+            return np.ones(len(still), bool)
+        need = moves[:, fail] | (moved[:, fail] & held[fail])
+        travel = 2 * ROW_STEP * (speed[:, g1[fail]] + speed[:, g2[fail]]) + slack
+        return ~(need & ~(room[fail] > travel)).any(axis=1)
+
+    def _rooms(self, needed: np.ndarray, held: np.ndarray, travel: np.ndarray, touching: dict, centre: np.ndarray,
+               R: np.ndarray) -> np.ndarray:
+        """(P,) how far [m] the geoms of each pair (_pair_motions' order) may move before their contacts may change
+        (_proven_still; -inf: not known). held: the pairs with contacts at q (_touching_rooms'). The others: the room
+        above detect's bounding-sphere filter (mj_filterSphere: |c1 - c2| - r1 - r2, or a plane's n . (c - p) - r, less
+        margin + gap), and where that is below travel (the most a dof moves them) and needed, the room above the narrow
+        phase's margin (_separation, less 10 ccd_tolerance: GJK's). A pair without a narrow phase here (its warning:
+        bound inf), or two candidates of one geom pair, is not known."""
+        model = self.model
+        t = _still_tables(model)
+        pair, bound, sphere, flat, plane, other, lift = t.pair, t.bound, t.sphere, t.flat, t.plane, t.other, t.lift
+        gap = centre[pair[:, 0]] - centre[pair[:, 1]]
+        with np.errstate(invalid="ignore"):
+            room = np.sqrt((gap * gap).sum(axis=1)) - sphere             # nan where no sphere test
+        if flat.size:
+            height = ((centre[other] - centre[plane]) * R[plane, :, 2]).sum(axis=1) - lift
+            room[flat] = np.fmax(room[flat], height)
+        room[np.isnan(room)] = -np.inf
+        short = np.flatnonzero(needed & ~held & (room <= travel) & (bound < np.inf))
+        if short.size:
+            far = self._separation(pair[short], R, centre) - bound[short] - 10 * model.opt.ccd_tolerance
+            room[short] = np.maximum(room[short], far)
+        room[held] = -np.inf
+        index = _pair_motions(model)[2]
+        for key, rest in self._touching_rooms(touching, centre, R).items():
+            room[index[key][0]] = rest
+        return room
+
+    def _separation(self, pair: np.ndarray, R: np.ndarray, centre: np.ndarray) -> np.ndarray:
+        """(P,) a lower bound [m] on the distance of each pair's geoms at q (R (ngeom, 3, 3), centre (ngeom, 3): their
+        frames there; -inf: none; _rooms): a plane's (geom 1 or 2) height above it of the other's lowest point (a
+        sphere's or capsule's exact, else its box's, geom_aabb in its frame), else the gap between the geoms' boxes'
+        projections on the best of their six face normals and the line between their centres (each box holds its geom);
+        two spheres or capsules their segments' distance less their radii (_segment_distance), exact."""
+        G, box = self.model.geoms, _still_tables(self.model).box
+        kind, size, axis = G.geom_type, G.geom_size, R[:, :, 2]
+        g1, g2 = pair[:, 0], pair[:, 1]
+        out = np.full(len(pair), -np.inf)
+        plane1, plane2 = kind[g1] == geoms.PLANE, kind[g2] == geoms.PLANE
+        rounded = (kind == geoms.SPHERE) | (kind == geoms.CAPSULE)
+        both = rounded[g1] & rounded[g2]
+        solid = ~plane1 & ~plane2 & ~both
+        middle = centre + (R @ box[:, :3, None])[:, :, 0]                        # each box's centre
+        if solid.any():
+            a, b = g1[solid], g2[solid]
+            line = middle[b] - middle[a]
+            unit = line / np.maximum(np.sqrt((line * line).sum(axis=1)), 1e-300)[:, None]
+            n = np.concatenate([np.swapaxes(R[a], 1, 2), np.swapaxes(R[b], 1, 2), unit[:, None]], axis=1)   # (m, 7, 3)
+            gap = np.abs(n @ line[:, :, None])[..., 0] - (np.abs(n @ R[a]) @ box[a, 3:, None])[..., 0] \
+                - (np.abs(n @ R[b]) @ box[b, 3:, None])[..., 0]
+            out[solid] = gap.max(axis=1)
+        half = np.where(kind == geoms.CAPSULE, size[:, 1], 0.0)[:, None] * axis        # a segment's half axis
+        if both.any():
+            a, b = g1[both], g2[both]
+            far = _segment_distance(centre[a] - half[a], 2 * half[a], centre[b] - half[b], 2 * half[b])
+            out[both] = far - size[a, 0] - size[b, 0]
+        for flat, plane, other in ((plane1 & ~plane2, g1, g2), (plane2 & ~plane1, g2, g1)):
+            if flat.any():
+                p, o = plane[flat], other[flat]
+                n = axis[p]
+                extent = (np.abs(n[:, None] @ R[o])[:, 0] * box[o, 3:]).sum(axis=1)
+                low = np.where(rounded[o], np.abs((half[o] * n).sum(axis=1)) + size[o, 0], extent)
+                out[flat] = ((np.where(rounded[o, None], centre[o], middle[o]) - centre[p]) * n).sum(axis=1) - low
+        return out
+
+    def _touching_pairs(self) -> dict:
+        """{(g1, g2): [its contacts]} of the geom pairs in contact at solve()'s q."""
+        out = {}
+        for c, (a, b) in enumerate(self.contacts[0].geom.tolist()):
+            out.setdefault((a, b), []).append(c)
+        return out
+
+    def _touching_rooms(self, touching: dict, centre: np.ndarray, R: np.ndarray) -> dict:
+        """{(g1, g2): room} (_rooms) of the pairs in contact at q (touching: _touching_pairs) whose contacts are known to
+        stay while their points move less than room [m]: a plane (g1) against a sphere or a capsule, min |dist -
+        margin| over the sphere's centre or the capsule's two ends (mjc_PlaneSphere, mjc_PlaneCapsule: a contact where
+        dist < margin), the same count as at q; two spheres or capsules with one contact, margin - dist (their segments'
+        distance moves no more than their points), two capsules' axes off parallel by more than a dof turns them
+        (segment_weights' one pair: |a1 x a2| > 1e-4), not a default frame of dim > 1 (its tangents may jump); and each
+        contact nearer its own than half the way to another of its group, (dim, bodies) (_held_order's identity)."""
+        model, G, contacts, r = self.model, self.model.geoms, self.contacts[0], self.r
+        margin, turn = _still_tables(model).margin, _still_tables(model).turn
+        index, kind, size = _pair_motions(model)[2], G.geom_type, G.geom_size
+        keys = [key for key in touching if len(index.get(key, ())) == 1]
+        if not keys:
+            return {}
+        a, b = np.array(keys).T
+        m = margin[[index[key][0] for key in keys]]
+        count = np.array([len(touching[key]) for key in keys])
+        first = np.array([touching[key][0] for key in keys])
+        ints, pos = contacts.packed()[1], contacts.pos
+        apart = np.sqrt(((pos[:, None] - pos[None]) ** 2).sum(axis=2))
+        apart[~(ints[:, None] == ints[None]).all(axis=2)] = np.inf
+        np.fill_diagonal(apart, np.inf)
+        group = apart.min(axis=1) / 2
+        room = np.full(len(keys), -np.inf)
+        rounded = (kind == geoms.SPHERE) | (kind == geoms.CAPSULE)
+        half = np.where(kind == geoms.CAPSULE, size[:, 1], 0.0)[:, None] * R[:, :, 2]   # a segment's half axis
+        flat = (kind[a] == geoms.PLANE) & rounded[b]                       # a plane's: each end's dist
+        if flat.any():
+            pa, pb, pm = a[flat], b[flat], m[flat]
+            n = R[pa, :, 2]
+            height = ((centre[pb] - centre[pa]) * n).sum(axis=1) - size[pb, 0]
+            lift = np.abs((half[pb] * n).sum(axis=1))
+            ends = np.stack([height - lift, height + lift], axis=1)          # (k, 2): a sphere's twice
+            two = kind[pb] == geoms.CAPSULE
+            inside = (ends[:, 0] < pm).astype(int) + (two & (ends[:, 1] < pm))
+            near = np.minimum(np.abs(ends[:, 0] - pm), np.abs(ends[:, 1] - pm))
+            room[flat] = np.where(inside == count[flat], near, -np.inf)
+        pairs = np.flatnonzero(rounded[a] & rounded[b] & (count == 1))     # two spheres or capsules: one contact
+        if pairs.size:
+            c = first[pairs]
+            u, v = R[a[pairs], :, 2], R[b[pairs], :, 2]
+            sine = np.sqrt(np.maximum(1.0 - (u * v).sum(axis=1) ** 2, 0.0))      # |u x v|, u and v unit
+            turning = 2 * ROW_STEP * turn.max(initial=0.0) + 1e-9
+            parallel = (kind[a[pairs]] == geoms.CAPSULE) & (kind[b[pairs]] == geoms.CAPSULE) & (sine <= 1e-4 + turning)
+            framed = r.contact_dim[c] > 1
+            if framed.any():
+                framed &= self._default_frames()[c]
+            room[pairs] = np.where(parallel | framed, -np.inf, m[pairs] - contacts.dist[c])
+        for k, key in enumerate(keys):
+            room[k] = min(room[k], group[touching[key]].min())
+        return dict(zip(keys, room.tolist()))
 
     def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> tuple:
         """(Q (len(moving) 4 + len(still) 2, nq), dofs (len(Q),)): q moved by FD_WEIGHTS' offsets times ROW_STEP along
@@ -1421,7 +1706,8 @@ class _Constraints:
         (InvalidStateError where the step is not differentiable), then the analytic rows' dJ and dpos (_analytic_rows;
         the plane contacts' left to the compiled step where self.step_planes),
         the differenced rows' J and forces at the points along each dof that moves one (_points, _held_forces: where a
-        contact appears along the others, refused) and daref/dqd (_aref_velocity_derivative)."""
+        contact appears along the others, refused; detected there only along those _proven_still cannot clear) and
+        daref/dqd (_aref_velocity_derivative)."""
         r, nv, model = self.r, self.model.nv, self.model
         poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
@@ -1439,6 +1725,8 @@ class _Constraints:
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
             still = still[:0]                          # (those that move a pair of geoms that may touch)
         still = still[collision.contact_dofs(model)[still]] if still.size else still
+        if still.size:                                 # those along which no contact can switch: not detected
+            still = still[~self._proven_still(still, body_poses(model, q) if poses is None else poses)]
         J, force = np.zeros((0, r.nefc, nv)), np.zeros((0, r.nefc))
         if moving.size or still.size:
             Q, dofs = self._points(q, moving, still)

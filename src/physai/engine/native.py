@@ -656,6 +656,7 @@ def kernel(name: str, what: str | None = None, finite=None, options=None):
 
 ROLLOUT = kernel("rollout")
 STEP_DERIVATIVES = kernel("step_derivatives")     # physai.derivatives.step_derivatives
+PROVEN_STILL = kernel("proven_still")             # physai.derivatives._Constraints._proven_still (cpp/constraint_derivative.h)
 
 
 def _subset_flags(model: Model, subset) -> np.ndarray | None:
