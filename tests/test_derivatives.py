@@ -1279,13 +1279,16 @@ def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs
     assert collision.contact_dofs(model).tolist() == [True, False, True]
 
 
-def proving_scene(sphere: float, capsule: float, arm: float, deep: float = 1e-3) -> tuple:
-    """(Model, q, qd) for _Constraints._proven_still: on the floor, a sphere on a vertical slide sphere [m] above it, a free capsule
+def proving_scene(sphere: float, capsule: float, arm: float, deep: float = 1e-3, margin: float = 0.0,
+                  gap: float = 0.0) -> tuple:
+    """(Model, q, qd) for _Constraints._proven_still: on the floor, a sphere (its geom's margin and gap [m]) on a vertical
+    slide sphere [m] above it, a free capsule
     lying capsule above it (both ends), an arm on a hinge whose capsule's lower end is arm above it (it moves up and down
     at 0.3 m/rad, the capsule's points at up to 0.58 m/rad) carrying a hinged ball, a free box 0.2 m up and a second
     free capsule across the first one, deep into it (both condim 1: their contact has one row); q as built, qd zero."""
     xml = f"""<mujoco><worldbody><geom type="plane" size="3 3 .1"/>
-      <body pos="0 0 {float(0.1 + sphere)!r}"><joint type="slide" axis="0 0 1"/><geom size=".1"/></body>
+      <body pos="0 0 {float(0.1 + sphere)!r}"><joint type="slide" axis="0 0 1"/>
+        <geom size=".1" margin="{float(margin)!r}" gap="{float(gap)!r}"/></body>
       <body pos="1 0 {float(0.05 + capsule)!r}"><freejoint/>
         <geom type="capsule" fromto="-.2 0 0 .2 0 0" size=".05" condim="1"/></body>
       <body pos="1 0 {float(0.15 + capsule - deep)!r}"><freejoint/>
@@ -1333,6 +1336,19 @@ def test_constrained_step_derivatives_still_refuse_a_contact_switching_along_a_d
     ROW_STEP times each point's speed; with 1 ROW_STEP the sphere's 1.5e-6 states pass unrefused) and the detection
     refuses the state by name, as without the proof, on both backends."""
     model, q, qd = proving_scene(**{"sphere": 1e-3, "capsule": -1e-3, "arm": 1e-3, where: gap})
+    with_proof, without, _ = proven_calls(monkeypatch, model, q, qd, backend)
+    assert isinstance(with_proof, str) and "appears or disappears" in with_proof and with_proof == without
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("margin, gap, height", [(0.02, -0.01, 0.01 - 1e-6), (0.02, -0.01, 0.01 + 1e-6),
+                                                 (0.02, 0.01, 0.02 - 1e-6), (0.02, 0.01, 0.02 + 1e-6)])
+def test_a_contact_switching_at_its_margin_and_gap_is_not_proven_still(monkeypatch, backend, margin, gap, height):
+    """A contact kept while dist < min(margin, margin + gap) (detect: the narrow phase at margin + gap, its contacts kept
+    below margin): the sphere of proving_scene with margin 0.02 and gap -0.01 or 0.01, 1e-6 inside or outside that
+    distance (the contact leaves or appears within 2 ROW_STEP along its slide): refused by name with the proof, as
+    without it, on both backends."""
+    model, q, qd = proving_scene(height, -1e-3, 1e-3, margin=margin, gap=gap)
     with_proof, without, _ = proven_calls(monkeypatch, model, q, qd, backend)
     assert isinstance(with_proof, str) and "appears or disappears" in with_proof and with_proof == without
 

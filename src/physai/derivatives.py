@@ -293,7 +293,8 @@ class _StillTables(NamedTuple):
 @per_model
 def _still_tables(model: Model) -> _StillTables:
     """The fixed parts of _Constraints._proven_still's bounds (made once per model): (pair (P, 2) the pairs' geoms,
-    bound (P,) margin + gap and margin (P,) of each candidate (inf: a pair without a narrow phase here, never
+    bound (P,) margin + gap and margin (P,) min(margin, margin + gap) of each candidate (the narrow phase runs at
+    margin + gap, detect keeps its contacts below margin) (inf: a pair without a narrow phase here, never
     decided), reach (ngeom,) a geom's box's (geom_aabb) centre's distance from the geom's plus its half sides' sum (a
     turn by a moves the box's centre and its extent along a fixed axis by at most reach a; it holds a capsule's ends;
     1e300 for a plane: its normal turns; 0 on a slide), local (ngeom, 3), frame (ngeom, 3, 3) a geom's position and axes in its body
@@ -309,7 +310,8 @@ def _still_tables(model: Model) -> _StillTables:
     _, _, _, _, _, margin, gap = engine.collision.contact_parameter_arrays(model, cands.geom[:, 0], cands.geom[:, 1],
                                                                           cands.ipair)
     extra = len(pair) - len(cands)
-    margin, bound = np.r_[margin, np.full(extra, np.inf)], np.r_[margin + gap, np.full(extra, np.inf)]
+    kept = np.minimum(margin, margin + gap)                             # detect keeps a contact while dist < kept
+    margin, bound = np.r_[kept, np.full(extra, np.inf)], np.r_[margin + gap, np.full(extra, np.inf)]
     plane = G.geom_type == geoms.PLANE
     box = np.where(plane[:, None], 0.0, G.geom_aabb)                    # a plane's box: unbounded, not read
     reach = np.where(plane, 1e300, np.linalg.norm(box[:, :3], axis=1) + box[:, 3:].sum(axis=1))
