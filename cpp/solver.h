@@ -15,7 +15,7 @@
 // else on its sparse pattern with the elimination's fill-in (factor_pattern, as MuJoCo's sparse Cholesky: the same
 // elimination as forward.h's cholesky_solve, written as row updates); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
 // its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h). The sparse factor's loops run over runs
-// of consecutive columns in kernels compiled plain, for AVX2 and AVX-512 (subtract_rows, rotate_run, axpy_run,
+// of consecutive columns in kernels compiled plain, for AVX2 and AVX-512 (wide.h's subtract_rows, rotate_run, axpy_run,
 // divide_run: the same operations on each entry, no FMA), and its rank-1 updates go 8 to a sweep (batched_update): a
 // workspace schedule, every entry's operations those of one update after another.
 #pragma once
