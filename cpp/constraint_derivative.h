@@ -54,31 +54,48 @@ inline void pyramid_edges(const double *first, const double *frame, const double
         }
 }
 
+// the columns of a body's Jacobian J6 (6, nv) that are not zero (the dofs of its chain) into cols; their count
+inline int jacobian_support(const double *J6, int64_t nv, int *cols) {
+    int n = 0;
+    for (int64_t k = 0; k < nv; k++)
+        if (J6[k] != 0 || J6[nv + k] != 0 || J6[2 * nv + k] != 0 || J6[3 * nv + k] != 0 || J6[4 * nv + k] != 0
+            || J6[5 * nv + k] != 0)
+            cols[n++] = int(k);
+    return n;
+}
+
 // derivatives._rows_on_point for one row e (3,) on a body's point Jacobian P (3, nv), its angular one W (3, nv), the
 // point moving by dp (3, nv): out (nv, nv), [j, k] = (e x W_j) . dp_k + turns[j, k] (P_j . (e x W_k) - P_k . (e x W_j));
-// EW, turned: scratch (3 nv, nv nv)
+// only over the ns columns S (jacobian_support: P, W and dp are zero off them, so out is zero off S x S; those entries
+// are not written); EW, turned: scratch (3 nv, nv nv)
 inline void rows_on_point(const double *e, const double *P, const double *W, const double *dp, const double *turns,
-                          int64_t nv, double *EW, double *turned, double *out) {
-    for (int64_t j = 0; j < nv; j++) {                                 // e x W_j (= -(W_j x e))
+                          int64_t nv, const int *S, int ns, double *EW, double *turned, double *out) {
+    for (int a = 0; a < ns; a++) {                                     // e x W_j (= -(W_j x e))
+        const int64_t j = S[a];
         const double w[3] = {W[j], W[nv + j], W[2 * nv + j]};
         double ew[3];
         cross(e, w, ew);
         EW[j] = ew[0], EW[nv + j] = ew[1], EW[2 * nv + j] = ew[2];
     }
-    for (int64_t j = 0; j < nv; j++)                                   // P_j . (e x W_k)
-        for (int64_t k = 0; k < nv; k++)
+    for (int a = 0; a < ns; a++)                                       // P_j . (e x W_k)
+        for (int b = 0; b < ns; b++) {
+            const int64_t j = S[a], k = S[b];
             turned[j * nv + k] = P[j] * EW[k] + P[nv + j] * EW[nv + k] + P[2 * nv + j] * EW[2 * nv + k];
-    for (int64_t j = 0; j < nv; j++)
-        for (int64_t k = 0; k < nv; k++)
+        }
+    for (int a = 0; a < ns; a++)
+        for (int b = 0; b < ns; b++) {
+            const int64_t j = S[a], k = S[b];
             out[j * nv + k] = EW[j] * dp[k] + EW[nv + j] * dp[nv + k] + EW[2 * nv + j] * dp[2 * nv + k]
                               + turns[j * nv + k] * (turned[j * nv + k] - turned[k * nv + j]);
+        }
 }
 
 // derivatives.plane_contact_rows, one to one: nc contacts of a plane (geom 1, on no moving body) against a body's
 // sphere, capsule or box; J6 (nc, 6, nv) the body's Jacobian at its origin (nc, 3), the contact's frame (nc, 3, 3), pos
 // (nc, 3), dist (nc), friction (nc, nf), radius (nc: 0 for a box), dim (nc: 1 or 3), axis (nc, 3: a capsule's, zero
 // otherwise), turns (nv, nv) (Model.dof_turns, [j, k], 0 or 1). Each contact's rows in turn: dJ (m, nv, nv),
-// ddist (m, nv).
+// ddist (m, nv); dJ's entries off each contact's body's chain (jacobian_support) are zero, or not written unless
+// zero_off_chain (the compiled step reads only the chain's: analytic_forces).
 //   x = p + n (radius + dist / 2),  P = Jp(o) + W x (p - o),  X = P + W x (x - p)
 //   d dist = n . X,  dp = X - n d dist / 2,  dJ[row] = rows_on_point(e, P, W, dp)
 //   a capsule (dim 3): da = W x a, v = da - n (n . da), dt1 = (v - t1 (t1 . v)) / |a - n (n . a)|, dt2 = n x dt1,
@@ -86,12 +103,14 @@ inline void rows_on_point(const double *e, const double *P, const double *W, con
 inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const double *origin, const double *frame,
                                const double *pos, const double *dist, const double *friction, int64_t nf,
                                const double *radius, const int64_t *dim, const double *axis, const double *turns,
-                               double *dJ, double *ddist) {
+                               double *dJ, double *ddist, bool zero_off_chain = true) {
     std::vector<double> P(3 * nv), X(3 * nv), dp(3 * nv), dd(nv), EW(3 * nv), turned(nv * nv), E(6 * 3);
     std::vector<double> dframe(3 * 3 * nv), dE(6 * 3 * nv);
+    std::vector<int> S(static_cast<size_t>(nv));
     int64_t row = 0;
     for (int64_t c = 0; c < nc; c++) {
         const double *Jp = J6 + c * 6 * nv, *W = Jp + 3 * nv, *n = frame + 9 * c, *p = pos + 3 * c, *mu = friction + c * nf;
+        const int ns = jacobian_support(Jp, nv, S.data());              // the body's chain: dJ is zero off it
         const double s = radius[c] + dist[c] / 2;
         double po[3], xp[3];
         for (int x = 0; x < 3; x++) po[x] = p[x] - origin[3 * c + x], xp[x] = (p[x] + n[x] * s) - p[x];
@@ -105,9 +124,10 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
             for (int x = 0; x < 3; x++) dp[x * nv + k] = X[x * nv + k] - n[x] * dd[k] / 2;
         }
         const int rows = pyramid_rows(dim[c]);
+        if (zero_off_chain) std::fill(dJ + row * nv * nv, dJ + (row + rows) * nv * nv, 0.0);
         pyramid_edges(n, n, mu, dim[c], 3, E.data());
         for (int e = 0; e < rows; e++)
-            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, EW.data(), turned.data(),
+            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, S.data(), ns, EW.data(), turned.data(),
                           dJ + (row + e) * nv * nv);
         const double *a = axis + 3 * c;
         if (dim[c] > 1 && (a[0] != 0 || a[1] != 0 || a[2] != 0)) {      // a capsule's tangents turn with its axis
@@ -132,9 +152,11 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
             for (int e = 0; e < rows; e++) {
                 const double *de = dE.data() + e * 3 * nv;
                 double *out = dJ + (row + e) * nv * nv;
-                for (int64_t j = 0; j < nv; j++)
-                    for (int64_t k = 0; k < nv; k++)
+                for (int a = 0; a < ns; a++)
+                    for (int b = 0; b < ns; b++) {
+                        const int64_t j = S[a], k = S[b];
                         out[j * nv + k] += P[j] * de[k] + P[nv + j] * de[nv + k] + P[2 * nv + j] * de[2 * nv + k];
+                    }
             }
         }
         for (int e = 0; e < rows; e++)
@@ -158,6 +180,8 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
                                  const double *turns, const double *common, double *dJ, double *ddist) {
     std::vector<double> dframe(3 * 3 * nv), dp(3 * nv), E(6 * 3), dE(6 * 3 * nv), P(3 * nv), Jd(3 * nv, 0.0);
     std::vector<double> EW(3 * nv), turned(nv * nv), part(nv * nv);
+    std::vector<int> all(static_cast<size_t>(nv));                      // dp moves on both bodies' chains: every dof
+    for (int64_t k = 0; k < nv; k++) all[size_t(k)] = int(k);
     const double *n = frame, *t1 = frame + 3;
     double *dn = dframe.data();
     const double r = radius[0] + dist / 2;
@@ -200,7 +224,8 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
             for (int x = 0; x < 3; x++) P[x * nv + k] = Jb[x * nv + k] + a[x];
         }
         for (int e = 0; e < rows; e++) {
-            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, EW.data(), turned.data(), part.data());
+            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, all.data(), int(nv), EW.data(), turned.data(),
+                          part.data());
             double *out = dJ + e * nv * nv;
             for (int64_t i = 0; i < nv * nv; i++) out[i] += sign * part[i];
         }
@@ -228,6 +253,7 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
 inline void anchor_rows(int64_t nv, const double *J, const double *origin, const double *anchor, const double *turns,
                         const double *quats, double scale, int64_t rows, double *dJ) {
     std::vector<double> P(2 * 3 * nv), EW(3 * nv), turned(nv * nv), part(nv * nv);
+    std::vector<int> S(static_cast<size_t>(nv));
     const double E[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     for (int64_t i = 0; i < rows * nv * nv; i++) dJ[i] = 0.0;
     for (int b = 0; b < 2; b++) {                                      // the anchors' Jacobians Jp(x)
@@ -242,8 +268,10 @@ inline void anchor_rows(int64_t nv, const double *J, const double *origin, const
             for (int x = 0; x < 3; x++) Pb[x * nv + k] = Jb[x * nv + k] + a[x];
         }
         const double sign = b == 0 ? 1.0 : -1.0;
+        const int ns = jacobian_support(Jb, nv, S.data());             // body b's chain: its part is zero off it
         for (int e = 0; e < 3; e++) {
-            rows_on_point(&E[3 * e], Pb, W, Pb, turns, nv, EW.data(), turned.data(), part.data());
+            std::fill(part.begin(), part.end(), 0.0);
+            rows_on_point(&E[3 * e], Pb, W, Pb, turns, nv, S.data(), ns, EW.data(), turned.data(), part.data());
             double *out = dJ + e * nv * nv;
             for (int64_t i = 0; i < nv * nv; i++) out[i] += sign * part[i];
         }

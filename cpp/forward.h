@@ -22,6 +22,7 @@
 #include "smooth.h"
 #include "spatial.h"
 #include "tendon.h"
+#include "wide.h"
 
 namespace physai {
 namespace {
@@ -219,23 +220,30 @@ inline bool lu_factor(double *A, int n, int *piv) {
     return true;
 }
 
-// X (n, cols) <- A^-1 X from lu_factor's factors
+// X (n, cols) <- A^-1 X from lu_factor's factors: row r of L Y = P X less L_rc Y_c over c < r ascending, then row i
+// of U Z = Y less U_ij Z_j over j > i ascending, over U_ii. Many columns: up to kMaxSources rows at a time in wide.h's
+// kernels of the active instruction set; few: one row at a time inline (each entry's operations in that order)
 inline void lu_apply(const double *LU, int n, const int *piv, double *X, int cols) {
     for (int c = 0; c < n; c++)                                        // P X (the swaps moved L's rows too)
         if (piv[c] != c)
             for (int k = 0; k < cols; k++) std::swap(X[size_t(piv[c]) * cols + k], X[size_t(c) * cols + k]);
-    for (int c = 0; c < n; c++) {                                      // L Y = P X, then U Z = Y
-        for (int r = c + 1; r < n; r++) {
-            double f = LU[size_t(r) * n + c];
-            for (int k = 0; k < cols; k++) X[size_t(r) * cols + k] -= f * X[size_t(c) * cols + k];
+    const bool wide = cols >= 16;
+    SubtractRows sub[kMaxSources][kMaxGroup];
+    if (wide) subtract_rows_set(sub);
+    const double *x[kMaxSources];
+    auto subtract = [&](double *y, int first, int last, const double *a) {   // y -= a_k X_k, k = first .. last - 1
+        for (int c = first; c < last; c += wide ? kMaxSources : 1) {
+            const int K = wide ? std::min(kMaxSources, last - c) : 1;
+            for (int k = 0; k < K; k++) x[k] = X + size_t(c + k) * cols;
+            if (wide) sub[K - 1][0](&y, x, a + (c - first), cols);
+            else subtract_rows<1, 1>(&y, x, a + (c - first), cols);
         }
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        for (int j = i + 1; j < n; j++) {
-            double a = LU[size_t(i) * n + j];
-            for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] -= a * X[size_t(j) * cols + k];
-        }
-        for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] /= LU[size_t(i) * n + i];
+    };
+    for (int r = 1; r < n; r++) subtract(X + size_t(r) * cols, 0, r, LU + size_t(r) * n);   // L Y = P X
+    for (int i = n - 1; i >= 0; i--) {                                 // U Z = Y
+        double *y = X + size_t(i) * cols;
+        subtract(y, i + 1, n, LU + size_t(i) * n + i + 1);
+        for (int k = 0; k < cols; k++) y[k] /= LU[size_t(i) * n + i];
     }
 }
 

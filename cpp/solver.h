@@ -15,7 +15,7 @@
 // else on its sparse pattern with the elimination's fill-in (factor_pattern, as MuJoCo's sparse Cholesky: the same
 // elimination as forward.h's cholesky_solve, written as row updates); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
 // its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h). The sparse factor's loops run over runs
-// of consecutive columns in kernels compiled plain, for AVX2 and AVX-512 (subtract_rows, rotate_run, axpy_run,
+// of consecutive columns in kernels compiled plain, for AVX2 and AVX-512 (wide.h's subtract_rows, rotate_run, axpy_run,
 // divide_run: the same operations on each entry, no FMA), and its rank-1 updates go 8 to a sweep (batched_update): a
 // workspace schedule, every entry's operations those of one update after another.
 #pragma once
@@ -36,13 +36,13 @@
 #include "island.h"
 #include "kernels.h"
 #include "model.h"
+#include "wide.h"
 
 namespace physai {
 namespace {
 
 // ---------------------------------------------------------------- small helpers
 
-constexpr int kMaxGroup = 6;                                         // a supernode's rows at most (a free joint's dofs)
 constexpr int kUpdateBatch = 8;                                      // rank-1 updates in one sweep over L (batched_update)
 constexpr int kMaxRun = 65535;                                       // a run's entries at most, less one (w.Lrun: 16 bits)
 constexpr int kShortRun = 4;                                         // runs shorter go inline, not through the wide
@@ -90,131 +90,6 @@ inline void supernodes(ConstraintWork &w, int nv) {
         for (int i = lo; i <= hi; i++) w.Lgroup[size_t(i)] = lo, w.Lgroupnt[size_t(i)] = nt;
         hi = lo - 1;
     }
-}
-
-// y_g -= a_kg x_k for the G rows y_g (each of n) and the K rows x_k of L (on the same columns), k ascending: each y
-// read and written once, each x once, every entry's subtractions in the order of k (the rows and x never overlap:
-// ivdep lets the loop run in vectors, each entry's operations unchanged)
-template <int G, int K>
-__attribute__((always_inline)) inline void subtract_rows(double *const *y, const double *const *x, const double *a, int n) {
-    double *yy[G];
-    const double *xx[K];
-    double aa[K * G];
-    for (int g = 0; g < G; g++) yy[g] = y[g];
-    for (int k = 0; k < K; k++) xx[k] = x[k];
-    for (int c = 0; c < K * G; c++) aa[c] = a[c];
-#pragma GCC ivdep
-    for (int s = 0; s < n; s++)
-        for (int g = 0; g < G; g++) {
-            double t = yy[g][s];
-            for (int k = 0; k < K; k++) t = t - aa[k * G + g] * xx[k][s];
-            yy[g][s] = t;
-        }
-}
-
-// subtract_rows compiled for AVX2 and AVX-512 too (the same operations on each entry, in wider vectors: no FMA, the
-// same results), chosen at run time by the active instruction set (cpp/kernels.h's active_isa: the CPU's best, or
-// PHYSAI_ISA); the cholesky's inner loop, sub[K - 1][G - 1] (subtract_rows_set)
-constexpr int kMaxSources = 6;                                       // rows of L subtracted together at most
-using SubtractRows = void (*)(double *const *, const double *const *, const double *, int);
-template <int G, int K> void subtract_plain(double *const *y, const double *const *x, const double *a, int n) {
-    subtract_rows<G, K>(y, x, a, n);
-}
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-#define PHYSAI_WIDE(isa) __attribute__((target(isa)))
-#else
-#define PHYSAI_WIDE(isa)
-#endif
-template <int G, int K> PHYSAI_WIDE("avx2") void subtract_avx2(double *const *y, const double *const *x, const double *a, int n) {
-    subtract_rows<G, K>(y, x, a, n);
-}
-template <int G, int K> PHYSAI_WIDE("avx512f") void subtract_avx512(double *const *y, const double *const *x, const double *a,
-                                                                   int n) {
-    subtract_rows<G, K>(y, x, a, n);
-}
-
-// one run of a rank-1 update's row (batched_update): l = (L_j +- s x_j) / c as (L_j +- s x_j) cinv, then
-// x_j = c x_j - s l, over n entries (L and x apart); compiled plain, for AVX2 and AVX-512 as subtract_rows (the same
-// operations on each entry: no FMA, the same results)
-template <bool Up> __attribute__((always_inline)) inline void rotate_run(double *__restrict L, double *__restrict x, double s,
-                                                                         double c, double cinv, int n) {
-    for (int j = 0; j < n; j++) {
-        double xj = x[j], l = (Up ? L[j] + s * xj : L[j] - s * xj) * cinv;
-        L[j] = l, x[j] = c * xj - s * l;
-    }
-}
-// y_j -= L_j t over n entries (L^T y = b's updates, cholesky_solve_factored)
-__attribute__((always_inline)) inline void axpy_run(double *__restrict y, const double *__restrict L, double t, int n) {
-    for (int j = 0; j < n; j++) y[j] -= L[j] * t;
-}
-// L_j = w_j / d, w_j = 0 over n entries (a row of cholesky's factor out of its work row)
-__attribute__((always_inline)) inline void divide_run(double *__restrict L, double *__restrict w, double d, int n) {
-    for (int j = 0; j < n; j++) L[j] = w[j] / d, w[j] = 0.0;
-}
-using DivideRun = void (*)(double *, double *, double, int);
-inline void divide_plain(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
-PHYSAI_WIDE("avx2") inline void divide_avx2(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
-PHYSAI_WIDE("avx512f") inline void divide_avx512(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
-using RotateRun = void (*)(double *, double *, double, double, double, int);
-using AxpyRun = void (*)(double *, const double *, double, int);
-template <bool Up> void rotate_plain(double *L, double *x, double s, double c, double ci, int n) { rotate_run<Up>(L, x, s, c, ci, n); }
-template <bool Up> PHYSAI_WIDE("avx2") void rotate_avx2(double *L, double *x, double s, double c, double ci, int n) {
-    rotate_run<Up>(L, x, s, c, ci, n);
-}
-template <bool Up> PHYSAI_WIDE("avx512f") void rotate_avx512(double *L, double *x, double s, double c, double ci, int n) {
-    rotate_run<Up>(L, x, s, c, ci, n);
-}
-inline void axpy_plain(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
-PHYSAI_WIDE("avx2") inline void axpy_avx2(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
-PHYSAI_WIDE("avx512f") inline void axpy_avx512(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
-#undef PHYSAI_WIDE
-
-// the wide kernels' instruction set: 0 plain, 1 AVX2, 2 AVX-512 (cpp/kernels.h's active_isa)
-inline int wide_isa() {
-    int isa = 0;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-    const char *name = isa_kernels(active_isa()).name;
-    isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
-#endif
-    return isa;
-}
-
-// rotate_run for the active instruction set: [0] a downdate, [1] an update
-inline void rotate_runs(RotateRun *rot) {
-    const RotateRun table[3][2] = {{rotate_plain<false>, rotate_plain<true>}, {rotate_avx2<false>, rotate_avx2<true>},
-                                   {rotate_avx512<false>, rotate_avx512<true>}};
-    const int isa = wide_isa();
-    rot[0] = table[isa][0], rot[1] = table[isa][1];
-}
-
-// divide_run for the active instruction set
-inline DivideRun divide_runs() {
-    const DivideRun table[3] = {divide_plain, divide_avx2, divide_avx512};
-    return table[wide_isa()];
-}
-
-// axpy_run for the active instruction set
-inline AxpyRun axpy_runs() {
-    const AxpyRun table[3] = {axpy_plain, axpy_avx2, axpy_avx512};
-    return table[wide_isa()];
-}
-
-template <int K> void subtract_rows_set_k(SubtractRows (*sub)[kMaxGroup], int isa) {
-    const SubtractRows table[3][kMaxGroup] = {
-        {subtract_plain<1, K>, subtract_plain<2, K>, subtract_plain<3, K>, subtract_plain<4, K>, subtract_plain<5, K>,
-         subtract_plain<6, K>},
-        {subtract_avx2<1, K>, subtract_avx2<2, K>, subtract_avx2<3, K>, subtract_avx2<4, K>, subtract_avx2<5, K>,
-         subtract_avx2<6, K>},
-        {subtract_avx512<1, K>, subtract_avx512<2, K>, subtract_avx512<3, K>, subtract_avx512<4, K>, subtract_avx512<5, K>,
-         subtract_avx512<6, K>}};
-    std::copy(table[isa], table[isa] + kMaxGroup, sub[K - 1]);
-}
-
-// the subtract_rows of K = 1 .. kMaxSources rows of L into G = 1 .. kMaxGroup rows for the active instruction set
-inline void subtract_rows_set(SubtractRows (*sub)[kMaxGroup]) {
-    const int isa = wide_isa();
-    subtract_rows_set_k<1>(sub, isa), subtract_rows_set_k<2>(sub, isa), subtract_rows_set_k<3>(sub, isa);
-    subtract_rows_set_k<4>(sub, isa), subtract_rows_set_k<5>(sub, isa), subtract_rows_set_k<6>(sub, isa);
 }
 
 // factor_pattern's layout from the rows' columns before the fill-in (w.Lrows): the fill-in of the elimination, then the

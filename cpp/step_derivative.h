@@ -53,7 +53,10 @@ struct StepDerivData {
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
     std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY;   // the constrained step's (constrained_derivatives)
-    std::vector<double> J6, adJ, adpos;                                // its analytic rows' (analytic_rows)
+    std::vector<double> J6, adJ, adpos;                                // its analytic rows' (analytic_rows), and the
+    std::vector<int> asupport, asupport_at;                            // dofs each row's dJ and dpos are not zero on
+    std::vector<const double *> sources;                               // add_rows' sources and coefficients
+    std::vector<double> coefficients;
     std::vector<int> cpiv, qpiv;
     std::vector<int64_t> Q;
     std::vector<int> piv;
@@ -276,11 +279,13 @@ inline void plane_contacts(const Model &m, const Data<double> &d, const Constrai
         else std::fill(J, J + size, 0.0);                              // welded to the world: no dof moves it
     }
     plane_contact_rows(t.nplane, m.nv, J6.data(), t.plane_origin, t.plane_frame, t.plane_pos, t.plane_dist,
-                       t.plane_friction, 5, t.plane_radius, t.plane_dim, t.plane_axis, t.turns, dJ, dpos);
+                       t.plane_friction, 5, t.plane_radius, t.plane_dim, t.plane_axis, t.turns, dJ, dpos, false);
 }
 
 // every analytic row's dJ (nrows, nv, nv) and dpos (nrows, nv) into w.adJ, w.adpos (derivatives._Constraints.
-// _analytic_rows' order): t's dJ and dpos, the plane contacts' rows (plane_at on) made here (plane_contacts)
+// _analytic_rows' order): t's dJ and dpos, the plane contacts' rows (plane_at on) made here (plane_contacts); and the
+// dofs each row's dJ and dpos may be non-zero on into w.asupport (row i's from w.asupport_at[i] to [i + 1]): a plane
+// contact's its body's chain (jacobian_support; its dJ's entries off the chain are not written), every dof for the others
 inline void analytic_rows(const Model &m, const Data<double> &d, const ConstrainedTerms &t, StepDerivData &w) {
     size_t nv = size_t(m.nv), sq = nv * nv, at = size_t(t.plane_at), planes = size_t(t.plane_rows);
     size_t rows = size_t(t.nrows), given = rows - planes;
@@ -290,12 +295,28 @@ inline void analytic_rows(const Model &m, const Data<double> &d, const Constrain
     std::copy(t.dpos, t.dpos + at * nv, w.adpos.data());
     std::copy(t.dpos + at * nv, t.dpos + given * nv, w.adpos.data() + (at + planes) * nv);
     if (t.nplane) plane_contacts(m, d, t, w.J6, w.adJ.data() + at * sq, w.adpos.data() + at * nv);
+    w.asupport.resize(rows * nv), w.asupport_at.assign(rows + 1, 0);
+    size_t row = 0, n = 0;
+    auto every_dof = [&]() {
+        for (size_t k = 0; k < nv; k++) w.asupport[n++] = int(k);
+        w.asupport_at[++row] = int(n);
+    };
+    while (row < at) every_dof();
+    for (int64_t c = 0; c < t.nplane; c++) {                           // each plane contact's rows: its body's chain
+        const int ns = jacobian_support(w.J6.data() + size_t(c) * 6 * nv, int64_t(nv), w.asupport.data() + n);
+        for (int e = 0, count = pyramid_rows(t.plane_dim[c]); e < count; e++) {
+            if (e) std::copy_n(w.asupport.data() + n - size_t(ns), ns, w.asupport.data() + n);
+            n += size_t(ns), w.asupport_at[++row] = int(n);
+        }
+    }
+    while (row < rows) every_dof();
 }
 
-// Gq (nv, nv) -= f dJ: one row's force f and its Jacobian's q-derivative dJ (nv, nv) (derivatives._turning)
-inline void turning(int nv, const double *dJ, double f, double *Gq) {
-    for (int j = 0; j < nv; j++)
-        for (int k = 0; k < nv; k++) Gq[j * nv + k] -= f * dJ[j * nv + k];
+// Gq (nv, nv) -= f dJ: one row's force f and its Jacobian's q-derivative dJ (nv, nv) (derivatives._turning), over the
+// ns dofs S that dJ is not zero on
+inline void turning(int nv, const double *dJ, double f, const int *S, int ns, double *Gq) {
+    for (int a = 0; a < ns; a++)
+        for (int b = 0; b < ns; b++) Gq[S[a] * nv + S[b]] -= f * dJ[S[a] * nv + S[b]];
 }
 
 // Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the n rows given (rows; dJ_all (n, nv, nv),
@@ -306,24 +327,34 @@ inline void turning(int nv, const double *dJ, double f, double *Gq) {
 // with f the optimum's force there, dgap = dpos where dgap_all is null, dbias zero where dbias_all is null
 inline void analytic_forces(int nv, const ConstrainedTerms &t, int64_t n, const int64_t *rows, const double *dJ_all,
                             const double *dpos_all, const double *dgap_all, const double *dbias_all, const double *qd,
-                            double *Gq, double *Wq, int cols) {
+                            double *Gq, double *Wq, int cols, const int *support = nullptr, const int *support_at = nullptr) {
+    std::vector<int> all;                                              // no support given: every dof
+    if (!support) {
+        all.resize(size_t(nv));
+        for (int k = 0; k < nv; k++) all[size_t(k)] = k;
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t row = rows[i];
         const double *dJ = dJ_all + size_t(i) * nv * nv, *dpos = dpos_all + size_t(i) * nv, *J = t.J + size_t(row) * nv;
         const double *dgap = dgap_all ? dgap_all + size_t(i) * nv : dpos;
+        const int *S = support ? support + support_at[i] : all.data(), ns = support ? support_at[i + 1] - support_at[i] : nv;
         bool quadratic = t.state[row] == QUADRATIC;
         double jar = -t.aref[row], f = quadratic ? t.force[row] : 0.0;
         for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
         double spring = t.K[row] * t.imp[row], curve = t.K[row] * t.impP[row] * (t.pos[row] - t.margin[row]);
         double dD = t.D[row] * t.impP[row] / (t.imp[row] * (1 - t.imp[row]));
-        for (int k = 0; k < nv; k++) {
+        for (int b = 0; b < ns; b++) {                                 // off S: dJ, dpos, dgap zero, df adds nothing
+            const int k = S[b];
             double qdJ = 0.0, adJ = 0.0;                               // (dJ qd)_k, (dJ a_c)_k
-            for (int j = 0; j < nv; j++) qdJ += qd[j] * dJ[j * nv + k], adJ += t.a_c[j] * dJ[j * nv + k];
+            for (int a = 0; a < ns; a++) {
+                const int j = S[a];
+                qdJ += qd[j] * dJ[j * nv + k], adJ += t.a_c[j] * dJ[j * nv + k];
+            }
             double daref = -t.B[row] * qdJ - spring * dpos[k] - curve * dgap[k];
             if (dbias_all) daref -= dbias_all[size_t(i) * nv + k];
             if (quadratic) Wq[size_t(row) * cols + k] += -dD * dgap[k] * jar - t.D[row] * (adJ - daref);
         }
-        turning(nv, dJ, f, Gq);
+        turning(nv, dJ, f, S, ns, Gq);
     }
 }
 
@@ -355,6 +386,17 @@ inline void product_rule(int nv, const ConstrainedTerms &t, double *Gq, double *
     }
 }
 
+// y (n) += sum_k c_k x_k over the count sources in order, kMaxSources at a time in wide.h's kernels sub (y - (-c_k) x_k:
+// the same operations on each entry); x, c: the sources and their coefficients
+inline void add_rows(SubtractRows (*sub)[kMaxGroup], double *y, const double *const *x, const double *c, int count, int n) {
+    double minus[kMaxSources];
+    for (int k0 = 0; k0 < count; k0 += kMaxSources) {
+        const int K = std::min(kMaxSources, count - k0);
+        for (int k = 0; k < K; k++) minus[k] = -c[k0 + k];
+        sub[K - 1][0](&y, x + k0, minus, n);
+    }
+}
+
 // X (nv, cols) <- H^-1 (X + J^T W) (derivatives._Constraints._hessian_solve; H (nv, nv) destroyed): with stiff rows (the
 // quadratic rows Q, no cone, W zero elsewhere) M^-1 (X - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 X - W_Q / D_Q)),
 // R_Q = 1 / D_Q; otherwise H's LU; false for a singular matrix
@@ -365,12 +407,16 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
         if (t.state[r] != QUADRATIC)
             for (int c = 0; c < cols && stiff; c++) stiff = W[size_t(r) * cols + c] == 0.0;
     if (!stiff) {
-        for (int64_t r = 0; r < t.nefc; r++)                           // X + J^T W
-            for (int v = 0; v < nv; v++) {
-                double j = t.J[size_t(r) * nv + v];
-                if (j == 0.0) continue;
-                for (int c = 0; c < cols; c++) X[size_t(v) * cols + c] += j * W[size_t(r) * cols + c];
-            }
+        SubtractRows sub[kMaxSources][kMaxGroup];                      // X_v += J_rv W_r, r ascending (J's zeros
+        subtract_rows_set(sub);                                        // add nothing)
+        std::vector<const double *> &src = w.sources;
+        std::vector<double> &coef = w.coefficients;
+        for (int v = 0; v < nv; v++) {
+            src.clear(), coef.clear();
+            for (int64_t r = 0; r < t.nefc; r++)
+                if (t.J[size_t(r) * nv + v] != 0.0) src.push_back(W + size_t(r) * cols), coef.push_back(t.J[size_t(r) * nv + v]);
+            add_rows(sub, X + size_t(v) * cols, src.data(), coef.data(), int(src.size()), cols);
+        }
         if (!lu_factor(H, nv, w.cpiv.data())) return false;
         lu_apply(H, nv, w.cpiv.data(), X, cols);
         return true;
@@ -431,7 +477,7 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     w.dJ.resize(size_t(nefc) * nv);
     product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
     analytic_forces(nv, t, t.nrows, t.rows, w.adJ.data(), w.adpos.data(), nullptr, nullptr, qd, w.G.data(), w.W.data(),
-                    cols);
+                    cols, w.asupport.data(), w.asupport_at.data());
     w.Y.resize(size_t(t.nanchor) * nv);                                // the anchored rows: dpos = J
     for (int64_t i = 0; i < t.nanchor; i++) std::copy_n(t.J + size_t(t.anchored[i]) * nv, nv, w.Y.data() + size_t(i) * nv);
     analytic_forces(nv, t, t.nanchor, t.anchored, t.anchor_dJ, w.Y.data(), t.anchor_dgap, t.anchor_dbias, qd, w.G.data(),
@@ -444,12 +490,16 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     for (int i = 0; i < nv; i++)
         for (int c = 0; c < cols; c++) w.Z[size_t(i) * cols + c] = R[size_t(i) * cols + c] - (c < nv ? w.G[size_t(i) * nv + c] : 0.0);
     if (!hessian_solve(nv, t, w, M, w.H.data(), w.Z.data(), w.W.data(), cols)) return false;
-    for (int i = 0; i < nv; i++)                                       // C = M da - R
-        for (int c = 0; c < cols; c++) {
-            double s = -R[size_t(i) * cols + c];
-            for (int k = 0; k < nv; k++) s += M[size_t(i) * nv + k] * w.Z[size_t(k) * cols + c];
-            C[size_t(i) * cols + c] = s;
-        }
+    SubtractRows sub[kMaxSources][kMaxGroup];                          // C = M da - R: row i from -R_i, + M_ik da_k
+    subtract_rows_set(sub);                                            // in k's order (M's zeros, the tree's, add nothing)
+    for (int i = 0; i < nv; i++) {
+        double *Ci = C + size_t(i) * cols;
+        for (int c = 0; c < cols; c++) Ci[c] = -R[size_t(i) * cols + c];
+        w.sources.clear(), w.coefficients.clear();
+        for (int k = 0; k < nv; k++)
+            if (M[size_t(i) * nv + k] != 0.0) w.sources.push_back(w.Z.data() + size_t(k) * cols), w.coefficients.push_back(M[size_t(i) * nv + k]);
+        add_rows(sub, Ci, w.sources.data(), w.coefficients.data(), int(w.sources.size()), cols);
+    }
     return true;
 }
 

@@ -234,7 +234,7 @@ PYTHON_ONLY = {"__init__", "api", "actuators", "batching", "chunked", "contact",
 #: compiled files with no engine twin: SIMD lanes, spatial helpers, the batched kernels, threads and workspaces, the
 #: compiled loops over steps and trajectories; the derivatives' NumPy text is above the engine (physai.derivatives)
 CPP_ONLY = {"lanes", "spatial", "kernels", "batch", "parallel", "workspace", "rollout", "simulate", "derivative",
-            "step_derivative", "constraint_derivative"}
+            "step_derivative", "constraint_derivative", "wide"}
 
 
 def test_each_engine_stage_has_one_twin_in_each_language():
