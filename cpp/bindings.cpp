@@ -176,6 +176,13 @@ class Fields {
     [[noreturn]] void invalid(const char *name, const char *why) {
         throw nb::value_error((owner_ + " field " + name + ": " + why).c_str());
     }
+    // TypeError: the field is not what the kernels read (its type, shape, layout or byte order)
+    [[noreturn]] void error(const char *name, const std::string &expected, nb::handle got) {
+        std::string what = nb::hasattr(got, "dtype") && nb::hasattr(got, "shape")
+                               ? text(got.attr("dtype")) + " of shape " + text(got.attr("shape"))
+                               : text(nb::handle(Py_TYPE(got.ptr())).attr("__name__"));
+        throw nb::type_error((owner_ + " field " + name + ": expected " + expected + ", got " + what).c_str());
+    }
 
   private:
     // the interned str of a field name (a string literal: its address keys the cache), made once; the GIL is held
@@ -194,12 +201,6 @@ class Fields {
         if (!x && PyErr_Occurred()) throw nb::python_error();
         if (!x) throw nb::value_error((owner_ + ": the field " + name + " is missing").c_str());
         return x;
-    }
-    [[noreturn]] void error(const char *name, const std::string &expected, nb::handle got) {
-        std::string what = nb::hasattr(got, "dtype") && nb::hasattr(got, "shape")
-                               ? text(got.attr("dtype")) + " of shape " + text(got.attr("shape"))
-                               : text(nb::handle(Py_TYPE(got.ptr())).attr("__name__"));
-        throw nb::type_error((owner_ + " field " + name + ": expected " + expected + ", got " + what).c_str());
     }
     template <class A> A array(const char *name, std::initializer_list<int64_t> shape, int64_t *free, const char *dtype) {
         nb::handle x = get(name);
@@ -1296,22 +1297,23 @@ const void *array_view(Fields &f, const char *name, int type, std::initializer_l
         if (d < 0 && free) *free = got;
         ok = d < 0 || got == d;
     }
-    if (!ok) f.invalid(name, (std::string("expected a C-contiguous ") + (type == NPY_DOUBLE ? "float64" : "int64") +
-                              " array of shape " + shape_text(shape)).c_str());
+    if (!ok) f.error(name, std::string("a C-contiguous ") + (type == NPY_DOUBLE ? "float64" : "int64") + " array of shape " +
+                               shape_text(shape), nb::handle(x));
     return PyArray_DATA(a);
 }
 
 // PROVEN_STILL: still (k,) int64 dofs, tables (derivatives._still_kernel_tables' dict, per model), state (a dict: xpos
 // (nbody, 3), xmat (nbody, 3, 3) the bodies' poses at q; floats (nc, 28), ints (nc, 3) the contacts there, packed,
 // geom (nc, 2) their geoms; every array C-contiguous float64 or int64): bool (k,), each dof proven (cpp/constraint_derivative.h's
-// proven_still)
+// proven_still); TypeError for an array of another type, shape, layout or byte order (Fields.error's, as the other
+// kernels' fields), ValueError for an index out of range
 nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     const int64_t nv = m.nv, nbody = m.nbody;
     PyArrayObject *dofs = reinterpret_cast<PyArrayObject *>(args[0].ptr());
     if (!PyArray_Check(args[0].ptr()) || PyArray_TYPE(dofs) != NPY_INT64 || !PyArray_IS_C_CONTIGUOUS(dofs) ||
-        !PyArray_ISALIGNED(dofs) || PyArray_NDIM(dofs) != 1)
-        fail("type", "still");
+        !PyArray_ISALIGNED(dofs) || PyArray_ISBYTESWAPPED(dofs) || PyArray_NDIM(dofs) != 1)
+        throw nb::type_error("proven_still still: expected a C-contiguous int64 array of shape (k,) in native byte order");
     const int64_t k = int64_t(PyArray_DIMS(dofs)[0]);
     const int64_t *still = static_cast<const int64_t *>(PyArray_DATA(dofs));
     for (int64_t s = 0; s < k; s++)

@@ -552,7 +552,8 @@ struct StillFrames {
     std::vector<double> R, centre, middle, half;     // middle: each box's centre; half: a segment's half axis
 };
 
-// derivatives._segment_distance of one pair of segments a0 + s d1, b0 + t d2 (s, t in [0, 1])
+// derivatives._segment_distance of one pair of segments a0 + s d1, b0 + t d2 (s, t in [0, 1]): a lower bound on their
+// distance, |w|^2 at Ericson's solution less the most its tangent plane falls over the square
 inline double still_segment_distance(const double *a0, const double *d1, const double *b0, const double *d2) {
     double r[3] = {a0[0] - b0[0], a0[1] - b0[1], a0[2] - b0[2]};
     double A = dot3(d1, d1), E = dot3(d2, d2), b = dot3(d1, d2), c = dot3(d1, r), f = dot3(d2, r);
@@ -562,9 +563,11 @@ inline double still_segment_distance(const double *a0, const double *d1, const d
     if (t < 0) s = A > 0 ? std::clamp(-c / A, 0.0, 1.0) : 0.0;
     else if (t > 1) s = A > 0 ? std::clamp((b - c) / A, 0.0, 1.0) : 0.0;
     t = std::clamp(t, 0.0, 1.0);
-    double d[3];
-    for (int i = 0; i < 3; i++) d[i] = a0[i] + s * d1[i] - b0[i] - t * d2[i];
-    return std::sqrt(dot3(d, d));
+    double w[3];
+    for (int i = 0; i < 3; i++) w[i] = a0[i] + s * d1[i] - b0[i] - t * d2[i];
+    double ds = dot3(w, d1), dt = -dot3(w, d2);                         // half the gradient of |w|^2 in s, t
+    double fall = 2 * (std::max(ds * s, ds * (s - 1)) + std::max(dt * t, dt * (t - 1)));   // to the best corner
+    return std::sqrt(std::max(dot3(w, w) - fall, 0.0));
 }
 
 // _Constraints._separation of the pair (g1, g2): a lower bound [m] on their distance (-inf: none)
@@ -643,6 +646,16 @@ inline std::vector<double> touching_rooms(const StillTables &T, const StillFrame
     std::vector<double> room(touching.size(), -STILL_INF);
     double turn_max = 0.0;
     for (int64_t k = 0; k < T.nv; k++) turn_max = std::max(turn_max, T.turn[k]);
+    std::vector<double> group(S.nc, STILL_INF);                         // half the way to another of its group
+    for (int64_t c = 0; c < S.nc; c++)
+        for (int64_t e = 0; e < S.nc; e++) {
+            if (e == c || S.ints[3 * e] != S.ints[3 * c] || S.ints[3 * e + 1] != S.ints[3 * c + 1] ||
+                S.ints[3 * e + 2] != S.ints[3 * c + 2])
+                continue;
+            double d[3];
+            for (int i = 0; i < 3; i++) d[i] = S.floats[PACKED_WIDTH * c + i] - S.floats[PACKED_WIDTH * e + i];
+            group[c] = std::min(group[c], std::sqrt(dot3(d, d)) / 2);
+        }
     for (size_t k = 0; k < touching.size(); k++) {
         const Touching &t = touching[k];
         if (t.candidates.size() != 1) continue;
@@ -663,20 +676,10 @@ inline std::vector<double> touching_rooms(const StillTables &T, const StillFrame
             double turning = 2 * T.row_step * turn_max + 1e-9;
             bool parallel = kind[a] == GEOM_CAPSULE && kind[b] == GEOM_CAPSULE && sine <= 1e-4 + turning;
             bool framed = S.ints[3 * first] > 1 && default_frame(S, first);
-            r = parallel || framed ? -STILL_INF : m - S.floats[PACKED_WIDTH * first + 12];
+            bool grouped = std::isfinite(group[first]);                 // its point may outrun its geoms
+            r = parallel || framed || grouped ? -STILL_INF : m - S.floats[PACKED_WIDTH * first + 12];
         }
-        for (int64_t c : t.contacts) {                                  // nearer its own than half the way to another
-            double group = STILL_INF;
-            for (int64_t e = 0; e < S.nc; e++) {
-                if (e == c || S.ints[3 * e] != S.ints[3 * c] || S.ints[3 * e + 1] != S.ints[3 * c + 1] ||
-                    S.ints[3 * e + 2] != S.ints[3 * c + 2])
-                    continue;
-                double d[3];
-                for (int i = 0; i < 3; i++) d[i] = S.floats[PACKED_WIDTH * c + i] - S.floats[PACKED_WIDTH * e + i];
-                group = std::min(group, std::sqrt(dot3(d, d)));
-            }
-            r = std::min(r, group / 2);
-        }
+        for (int64_t c : t.contacts) r = std::min(r, group[c]);        // nearer its own than half the way to another
         room[k] = r;
     }
     return room;
@@ -748,9 +751,14 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
         for (int i = 0; i < 3; i++) F.half[3 * g + i] = h * R[3 * i + 2];
     }
     double scale = 1.0;                                                 // the scene's size
-    for (int64_t x = 0; x < 3 * G; x++) scale = std::max(scale, std::fabs(F.centre[x]));
+    bool finite = true;
+    for (int64_t x = 0; x < 3 * G; x++) scale = std::max(scale, std::fabs(F.centre[x])), finite &= std::isfinite(F.centre[x]);
     for (int64_t k = 0; k < nstill; k++)
-        for (int i = 0; i < 3; i++) scale = std::max(scale, std::fabs(S.xpos[3 * T.body[still[k]] + i]));
+        for (int i = 0; i < 3; i++) {
+            double x = S.xpos[3 * T.body[still[k]] + i];
+            scale = std::max(scale, std::fabs(x)), finite &= std::isfinite(x);
+        }
+    if (!(scale < 1e150 && finite)) return;                             // else squares may overflow: levers, rooms
     const int64_t W = (nstill + 63) / 64;                               // each geom's still dofs, a bit each
     std::vector<uint64_t> moves(G * W, 0);
     std::vector<double> speed(nstill * G, 0.0), fastest(G, 0.0);        // each geom's points' speed along each dof

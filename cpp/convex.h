@@ -430,7 +430,7 @@ struct CcdRoom {
     std::vector<V3> polygon, clipped, n1, n2, edges, ends;
     std::vector<V3> face1, face2, kept;                                 // the two faces clipped, the points kept
     std::vector<int64_t> faces1, faces2;
-    std::vector<Witness> found;                                         // the witness pairs (multicontact's, else ccd's)
+    std::vector<Witness> found;                     // the witness pairs (multicontact's, else ccd's; a heightfield prism's)
 };
 
 // the contacts of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes through face1's edges
@@ -725,7 +725,7 @@ void hfield_convex(const Pair &p, std::vector<PreContact> &out) {
         prism_add(prism, dx * double(c) - size[0], dy * double(r) - size[1], hf.elevation[r * ncol + c] * size[2]);
     };
     size_t start = out.size();
-    std::vector<Witness> one;                                          // a prism's witness pair
+    std::vector<Witness> own, &one = p.room ? p.room->found : own;     // a prism's witness pair: the caller's room's
     for (int64_t r = rmin; r < rmax; r++) {
         corner(r + 1, cmin), corner(r, cmin);
         for (int64_t c = cmin + 1; c <= cmax; c++) {

@@ -15,6 +15,7 @@ at the same bound; on ball and free joints this checks the derivatives of the Mu
 
 import functools
 import importlib.util
+from fractions import Fraction
 from pathlib import Path
 
 import mujoco
@@ -1478,6 +1479,178 @@ def test_separation_bounds_the_geoms_distance_from_below():
         exact = np.array([mujoco.mj_geomDistance(m, d, a, b, 10.0, None) for a, b in pairs])
         assert (bound <= exact + 1e-9).all()
         assert np.abs(bound - exact)[rounded & (exact > 0)].max(initial=0.0) < 1e-12
+
+
+def touching_spheres(count: int) -> tuple:
+    """(Model, q, qd) of two free bodies without gravity, each with count spheres (radius 0.1, 0.4 m apart along y),
+    touching sphere to sphere 1e-3 deep (condim 1: no tangents): count contacts of one group (dim, bodies), analytic
+    rows (every dof still)."""
+    spheres = "".join(f'<geom pos="0 {0.4 * k!r} 0" size=".1" condim="1"/>' for k in range(count))
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><option gravity="0 0 0"/><worldbody>
+      <body><freejoint/>{spheres}</body><body pos=".199 0 0"><freejoint/>{spheres}</body></worldbody></mujoco>""")
+    return engine.from_mujoco(m), m.qpos0.copy(), np.zeros(m.nv)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_two_spheres_contact_beside_another_of_its_group_is_not_proven_still(monkeypatch, backend):
+    """A contact of two spheres or capsules may move faster than its geoms (two spheres' point up to 1/2 + |r1 - r2| /
+    2 |c1 - c2| times, two capsules' nearest points 1 / sine their angle times), so _touching_rooms does not bound its
+    way to another contact of its group: touching_spheres(2)'s dofs are not proven (they were, by half the way between
+    its two contacts), touching_spheres(1)'s are (alone in its group); both taken, with the same A and B as without
+    the proof, on both backends."""
+    for count, proven_dofs in ((2, 0), (1, 12)):
+        model, q, qd = touching_spheres(count)
+        with_proof, without, proven = proven_calls(monkeypatch, model, q, qd, backend)
+        assert assert_same_outcome(with_proof, without) and len(proven) == proven_dofs
+
+
+#: a sphere on a slide 1e-3 above the floor and a free sphere at x = z = 1e154: its squares overflow
+FAR_BODY = """<mujoco><worldbody><geom type="plane" size="3 3 .1"/>
+  <body pos="0 0 .101"><joint type="slide" axis="0 0 1"/><geom size=".1"/></body>
+  <body pos="1e154 0 1e154"><freejoint/><geom size=".1"/></body></worldbody></mujoco>"""
+
+
+def test_a_body_far_away_proves_nothing_on_either_backend(monkeypatch):
+    """FAR_BODY (the far sphere's levers and rooms not finite: |c|^2 + |x|^2 overflows): _proven_still proves no dof,
+    compiled or in NumPy, at each of its calls (the NumPy text's nan levers had proven nothing, the compiled text had
+    skipped them and proven dofs), and step_derivatives gives the same outcome with the proof as without it on each
+    backend."""
+    m = mujoco.MjModel.from_xml_string(FAR_BODY)
+    model, q, qd = engine.from_mujoco(m), m.qpos0.copy(), np.zeros(m.nv)
+    seen, prove = [], derivatives._Constraints._proven_still
+
+    def spy(self, still, poses):
+        seen.append((self, still, poses))
+        return prove(self, still, poses)
+    for backend in ("native", "numpy"):
+        with monkeypatch.context() as patch:
+            patch.setattr(derivatives._Constraints, "_proven_still", spy)
+            with_proof, without, _ = proven_calls(patch, model, q, qd, backend)
+        assert_same_outcome(with_proof, without)
+    assert seen
+    for call in seen:
+        compiled, text = run("native", prove, *call), run("numpy", prove, *call)
+        assert np.array_equal(compiled, text) and not compiled.any()
+
+
+def _byteswapped(x: np.ndarray) -> np.ndarray:
+    """x's values in the other byte order's dtype."""
+    return x.astype(x.dtype.newbyteorder())
+
+
+def test_the_compiled_proof_refuses_arrays_it_cannot_read_as_the_other_kernels_do(monkeypatch):
+    """native.PROVEN_STILL given a byte-swapped or misshapen array (still, a table's, the state's) raises TypeError, as
+    the compiled Model's fields do (Fields.error, which reads the other kernels' dict fields: step_derivatives' and
+    rollout's options); a dof out of range stays a ValueError."""
+    model, q, qd = proving_scene(1e-3, -1e-3, 1e-3)
+    seen, prove = [], derivatives._Constraints._proven_still
+
+    def spy(self, still, poses):
+        seen.append((self, still, poses))
+        return prove(self, still, poses)
+    monkeypatch.setattr(derivatives._Constraints, "_proven_still", spy)
+    run("native", derivatives.step_derivatives, model, q, qd, constraints=True)
+    self, still, (xpos, xmat) = seen[0]
+    floats, ints = self.contacts[0].packed()
+    tables = derivatives._still_kernel_tables(model)
+    state = {"xpos": np.ascontiguousarray(xpos), "xmat": np.ascontiguousarray(xmat), "floats": floats, "ints": ints,
+             "geom": np.ascontiguousarray(self.contacts[0].geom, dtype=np.int64)}
+    assert native.PROVEN_STILL(model, still, tables, state).shape == still.shape
+    fields = native.fields(model)
+    with pytest.raises(TypeError):                                          # the other kernels' fields
+        native._ext.Model({**fields, "link_mass": _byteswapped(fields["link_mass"])})
+    for args in ((_byteswapped(still), tables, state), (still[None], tables, state),
+                 (still, {**tables, "reach": _byteswapped(tables["reach"])}, state),
+                 (still, {**tables, "pair": tables["pair"][:, :1].copy()}, state),
+                 (still, tables, {**state, "xpos": state["xpos"][:-1].copy()}),
+                 (still, tables, {**state, "ints": _byteswapped(state["ints"])})):
+        with pytest.raises(TypeError):
+            native.PROVEN_STILL(model, *args)
+    with pytest.raises(ValueError):
+        native.PROVEN_STILL(model, still + model.nv, tables, state)
+
+
+def exact_segment_distance(a0, d1, b0, d2) -> float:
+    """The distance of segments a0 + s d1 and b0 + t d2 (s, t in [0, 1]), in exact rational arithmetic of the floats:
+    the least of the lines' nearest pair (where inside) and the four sides' (each a clamped projection)."""
+    a0, d1, b0, d2 = ([Fraction(float(x)) for x in v] for v in (a0, d1, b0, d2))
+
+    def dot(u, v):
+        return sum(x * y for x, y in zip(u, v))
+
+    def clamp(x):
+        return min(max(x, Fraction(0)), Fraction(1))
+    r = [x - y for x, y in zip(a0, b0)]
+    A, E, b, c, f = dot(d1, d1), dot(d2, d2), dot(d1, d2), dot(d1, r), dot(d2, r)
+    st = [(s, clamp((f + b * s) / E)) for s in (0, 1)] + [(clamp((b * t - c) / A), t) for t in (0, 1)]
+    den = A * E - b * b
+    if den > 0 and 0 <= (b * f - c * E) / den <= 1 and 0 <= (A * f - b * c) / den <= 1:
+        st.append(((b * f - c * E) / den, (A * f - b * c) / den))
+    gaps = ([x + s * y - z - t * v for x, y, z, v in zip(a0, d1, b0, d2)] for s, t in st)
+    return min(float(dot(w, w)) for w in gaps) ** 0.5
+
+
+def near_parallel_capsules(rng) -> tuple:
+    """(MjModel, MjData posed, Model): a free capsule in the air beside a static one nearly parallel (1e-12 to 1e-3
+    rad), 0.5 to 10 m long, overlapping along their axes, their axes 0.2 or 0.3 m apart (radii 0.05)."""
+    length, u, side = rng.uniform(0.5, 10.0), rng.normal(size=3), rng.normal(size=3)
+    u /= np.linalg.norm(u)
+    side -= u * (u @ side)
+    side /= np.linalg.norm(side)
+    turn = np.cross(u, rng.normal(size=3))
+    angle = 10 ** rng.uniform(-12, -3)
+    v = np.cos(angle) * u + np.sin(angle) * turn / np.linalg.norm(turn)
+    a0 = rng.uniform(-2, 2, 3)
+    b0 = a0 + rng.uniform(-0.25, 0.25) * length * u + rng.choice([0.2, 0.3]) * side
+    ends = [" ".join(repr(float(x)) for x in np.r_[p, p + d]) for p, d in ((b0, length * rng.uniform(0.8, 1.2) * v),
+                                                                             (a0, length * u))]
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><worldbody><geom type="capsule" fromto="{ends[0]}" size=".05"/>
+      <body><freejoint/><geom type="capsule" fromto="{ends[1]}" size=".05"/></body></worldbody></mujoco>""")
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    return m, d, engine.from_mujoco(m)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_the_proof_claims_no_more_room_than_nearly_parallel_capsules_have(monkeypatch, backend):
+    """_segment_distance (and cpp/constraint_derivative.h's still_segment_distance) bound nearly parallel segments'
+    distance from below: near_parallel_capsules' 48 random pairs, their exact distance (exact_segment_distance) never
+    exceeded by more than 1e-14 (the rounding of m-sized coordinates), where Ericson's nearest pair alone exceeds it in
+    7 of them, by up to 1.6e-8 (|d| sqrt(eps)); and _proven_still, on both backends, does not prove the free capsule's
+    x slide when ROW_STEP makes its travel 2e-13 above the exact room (the distance less the radii and 10
+    ccd_tolerance), and proves it 1e-6 below."""
+    rng = np.random.default_rng(6)
+    seen, prove = [], derivatives._Constraints._proven_still
+
+    def spy(self, still, poses):
+        seen.append((self, poses))
+        return prove(self, still, poses)
+    monkeypatch.setattr(derivatives._Constraints, "_proven_still", spy)
+    for _ in range(48):
+        m, d, model = near_parallel_capsules(rng)
+        half = m.geom_size[:, 1, None] * d.geom_xmat.reshape(-1, 3, 3)[:, :, 2]
+        segments = d.geom_xpos - half, 2 * half
+        bound = derivatives._segment_distance(segments[0][:1], segments[1][:1], segments[0][1:], segments[1][1:])[0]
+        exact = exact_segment_distance(segments[0][0], segments[1][0], segments[0][1], segments[1][1])
+        assert bound <= exact + 1e-14
+        run(backend, derivatives.step_derivatives, model, m.qpos0, np.zeros(m.nv), constraints=True)
+        self, poses = seen[-1]
+        room = exact - 0.1 - 10 * model.opt.ccd_tolerance
+        slack = 1e-9 * max(1.0, np.abs(d.geom_xpos).max(), np.abs(d.xpos[1]).max())
+        for gap, expected in ((-1e-6, True), (2e-13, False)):              # travel 1e-6 below the room, 2e-13 above
+            step, still = (room - slack + gap) / 2, np.array([0])            # 2 step + slack: the travel
+            if backend == "native":
+                floats, ints = self.contacts[0].packed()
+                geom = np.ascontiguousarray(self.contacts[0].geom, dtype=np.int64)
+                state = {"xpos": np.ascontiguousarray(poses[0]), "xmat": np.ascontiguousarray(poses[1]),
+                         "floats": floats, "ints": ints, "geom": geom}
+                tables = {**derivatives._still_kernel_tables(model), "row_step": step}
+                proven = native.PROVEN_STILL(model, still, tables, state)
+            else:
+                with monkeypatch.context() as patch:
+                    patch.setattr(derivatives, "ROW_STEP", step)
+                    proven = run("numpy", prove, self, still, poses)
+            assert proven[0] == expected
 
 
 #: contacts without rows (MuJoCo: ncon > 0, nefc 0): an explicit pair between a free ball's geom and its welded child's,

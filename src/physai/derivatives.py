@@ -366,9 +366,12 @@ def _still_kernel_tables(model: Model) -> dict:
 
 
 def _segment_distance(a0: np.ndarray, d1: np.ndarray, b0: np.ndarray, d2: np.ndarray) -> np.ndarray:
-    """(m,) the distance of segments a0 + s d1 and b0 + t d2 (s, t in [0, 1]; (m, 3) each, a point where d = 0): the
-    nearest pair's (Ericson's clamped solution: s on the lines' (0 where they are parallel), t from it, s again where
-    t is clamped)."""
+    """(m,) a lower bound on the distance of segments a0 + s d1 and b0 + t d2 (s, t in [0, 1]; (m, 3) each, a point
+    where d = 0): at Ericson's clamped solution (s on the lines' (0 where they are parallel), t from it, s again where t
+    is clamped), w = a0 + s d1 - b0 - t d2, the squared distance |w|^2 less the most its tangent plane falls over the
+    square (|w|^2 is convex in (s, t): a bound at any (s, t), 0 from the optimum). Nearly parallel segments' s rounds
+    off the optimum (den's cancellation) and |w| alone exceeds the distance by up to |d| sqrt(eps); this bound does
+    not, but for its own rounding (a few eps of the points' coordinates: in _proven_still's slack)."""
     r = a0 - b0
     A, E, b, c, f = np.einsum("pmx,pmx->pm", np.stack([d1, d2, d1, d1, d2]), np.stack([d1, d2, d2, r, r]))
     den = A * E - b * b
@@ -378,7 +381,10 @@ def _segment_distance(a0: np.ndarray, d1: np.ndarray, b0: np.ndarray, d2: np.nda
         s = np.where(t < 0, np.where(A > 0, np.clip(-c / A, 0.0, 1.0), 0.0),
                      np.where(t > 1, np.where(A > 0, np.clip((b - c) / A, 0.0, 1.0), 0.0), s))
     t = np.clip(t, 0.0, 1.0)
-    return np.linalg.norm(a0 + s[:, None] * d1 - b0 - t[:, None] * d2, axis=1)
+    w = a0 + s[:, None] * d1 - b0 - t[:, None] * d2
+    ds, dt = (w * d1).sum(axis=1), -(w * d2).sum(axis=1)                # half the gradient of |w|^2 in s, t
+    fall = 2 * (np.maximum(ds * s, ds * (s - 1)) + np.maximum(dt * t, dt * (t - 1)))   # to the best corner of the square
+    return np.sqrt(np.maximum((w * w).sum(axis=1) - fall, 0.0))
 
 
 @per_model
@@ -798,7 +804,9 @@ class _Constraints:
         dof (b its joint's body), |axis| on a sliding one (_still_tables). Along a dof, every pair whose contacts it
         may change (_detect_subset's) must keep them with room beyond 2 ROW_STEP times its geoms' speeds, plus 1e-9 of
         the scene's size for the poses' rounding (_rooms): no contact for a pair without one at q, the same ones for a
-        pair with some (_touching_rooms). Each pair is checked at its geoms' fastest dofs, those that fail dof by dof."""
+        pair with some (_touching_rooms). Each pair is checked at its geoms' fastest dofs, those that fail dof by dof.
+        A scene of size 1e150 or more (or not finite) proves nothing: below it no square overflows, every lever and
+        room is finite (or -inf: not known)."""
         model, contacts = self.model, self.contacts[0]
         if contacts.geom is None or (contacts.geom < 0).any():           # a contact of no geom pair: not followed
             return np.zeros(len(still), bool)
@@ -817,9 +825,11 @@ class _Constraints:
         # each geom's points' speed along each dof (inf where a plane turns); |c - x| from |c|^2 + |x|^2 - 2 c . x
         rate, x = turn[still][:, None], xpos[body[still]]
         scale = max(1.0, np.abs(centre).max(), np.abs(x).max())
+        if not (scale < 1e150 and np.isfinite(centre).all() and np.isfinite(x).all()):   # else squares may overflow
+            return np.zeros(len(still), bool)
         square = (centre * centre).sum(axis=1) + (x * x).sum(axis=1)[:, None] - 2 * (x @ centre.T)
         lever = np.sqrt(np.maximum(square, 0.0)) + (1e-7 * scale + anchor[still][:, None]) + reach   # its rounding in
-        speed = (slide[still][:, None] + rate * lever) * model.geom_dofs[:, still].T
+        speed = np.where(model.geom_dofs[:, still].T, slide[still][:, None] + rate * lever, 0.0)
         touching = self._touching_pairs()
         if any(key not in index for key in touching):                   # a contact of no candidate: not followed
             return np.zeros(len(still), bool)
@@ -871,7 +881,8 @@ class _Constraints:
         frames there; -inf: none; _rooms): a plane's (geom 1 or 2) height above it of the other's lowest point (a
         sphere's or capsule's exact, else its box's, geom_aabb in its frame), else the gap between the geoms' boxes'
         projections on the best of their six face normals and the line between their centres (each box holds its geom);
-        two spheres or capsules their segments' distance less their radii (_segment_distance), exact."""
+        two spheres or capsules their segments' distance less their radii (_segment_distance's bound: it, within
+        rounding)."""
         G, box = self.model.geoms, _still_tables(self.model).box
         kind, size, axis = G.geom_type, G.geom_size, R[:, :, 2]
         g1, g2 = pair[:, 0], pair[:, 1]
@@ -916,8 +927,12 @@ class _Constraints:
         margin| over the sphere's centre or the capsule's two ends (mjc_PlaneSphere, mjc_PlaneCapsule: a contact where
         dist < margin), the same count as at q; two spheres or capsules with one contact, margin - dist (their segments'
         distance moves no more than their points), two capsules' axes off parallel by more than a dof turns them
-        (segment_weights' one pair: |a1 x a2| > 1e-4), not a default frame of dim > 1 (its tangents may jump); and each
-        contact nearer its own than half the way to another of its group, (dim, bodies) (_held_order's identity)."""
+        (segment_weights' one pair: |a1 x a2| > 1e-4), not a default frame of dim > 1 (its tangents may jump), alone in
+        its group; and each contact nearer its own than half the way to another of its group, (dim, bodies)
+        (_held_order's identity): a plane's contact point, c - n (n . (c - p) + r) / 2 of the sphere's centre or the
+        capsule's end c, moves no more than c and half the plane (it slides: a turning plane's speed is 1e300), within
+        the pair's travel; two spheres' or capsules' point does not (two capsules' nearest points move up to 1 / sine
+        their angle times as far, two spheres' 1/2 + |r1 - r2| / 2 |c1 - c2|), hence alone."""
         model, G, contacts, r = self.model, self.model.geoms, self.contacts[0], self.r
         margin, turn = _still_tables(model).margin, _still_tables(model).turn
         index, kind, size = _pair_motions(model)[2], G.geom_type, G.geom_size
@@ -957,7 +972,8 @@ class _Constraints:
             framed = r.contact_dim[c] > 1
             if framed.any():
                 framed &= self._default_frames()[c]
-            room[pairs] = np.where(parallel | framed, -np.inf, m[pairs] - contacts.dist[c])
+            grouped = np.isfinite(group[c])                                 # its point may outrun its geoms
+            room[pairs] = np.where(parallel | framed | grouped, -np.inf, m[pairs] - contacts.dist[c])
         for k, key in enumerate(keys):
             room[k] = min(room[k], group[touching[key]].min())
         return dict(zip(keys, room.tolist()))
