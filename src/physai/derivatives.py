@@ -1721,12 +1721,14 @@ class _Constraints:
         contact appears along the others, refused; detected there only along those _proven_still cannot clear) and
         daref/dqd (_aref_velocity_derivative)."""
         r, nv, model = self.r, self.model.nv, self.model
-        poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
-        self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
-        self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
-        self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
-        self._refuse_cylinders_on_faces(q, poses)      # InvalidStateError where a cylinder on a face's contacts jump
-        self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
+        self.pairs, poses = {}, None
+        if len(r.contact_row):                         # the contacts' refusals (without contacts, nothing to refuse)
+            poses = body_poses(model, q)               # the bodies' (xpos, xmat), once
+            self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
+            self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
+            self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
+            self._refuse_cylinders_on_faces(q, poses)      # InvalidStateError where a cylinder on a face's contacts jump
+            self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos, planes = self._analytic_rows(q, poses)
         self.analytic = rows
