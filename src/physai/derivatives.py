@@ -388,6 +388,13 @@ def _segment_distance(a0: np.ndarray, d1: np.ndarray, b0: np.ndarray, d2: np.nda
 
 
 @per_model
+def _geom_kinds(model: Model) -> frozenset:
+    """The geom types the model has (the refusals' passes return at once where a pair's kind cannot occur), made once
+    per model."""
+    return frozenset(model.geoms.geom_type.tolist())
+
+
+@per_model
 def _joint_dofs(model: Model) -> np.ndarray:
     """(njnt, nv) bool: [j, k] true where dof k is one of joint j's (_Constraints._moving_dofs' table, made once per
     model)."""
@@ -790,7 +797,8 @@ class _Constraints:
         touching = np.zeros(apart.shape[1], bool)                          # the pairs with a contact at q
         touching[[k for pair in at_q.tolist() for k in index.get(tuple(pair), ())]] = True
         subset = (apart | (either & touching))[dofs]                       # (n, P), C order: as the kernel reads it
-        moved = (model.geom_dofs[at_q[:, 0]] | model.geom_dofs[at_q[:, 1]]).T[dofs]
+        geom_dofs = model.geom_dofs
+        moved = (geom_dofs[at_q[:, 0]] | geom_dofs[at_q[:, 1]]).T[dofs]
         return subset, moved
 
     def _proven_still(self, still: np.ndarray, poses: tuple) -> np.ndarray:
@@ -985,11 +993,11 @@ class _Constraints:
         engine.configuration.integrate (compiled when the backend is); dofs: the direction each point moves along (an
         int64 array). q is kept as self.base, the state _moved_contacts' detection poses the bodies a point's dof does
         not move at."""
-        model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
+        model, offsets = self.model, _POINT_OFFSETS
         self.base = np.ascontiguousarray(q, dtype=np.float64)
         dofs = np.concatenate([np.repeat(moving, len(offsets)), np.repeat(still, 2)])
         size = np.concatenate([(offsets + np.zeros((moving.size, 1))).ravel(),     # np.tile's result, without its cost
-                               (np.array([-2 * ROW_STEP, 2 * ROW_STEP]) + np.zeros((still.size, 1))).ravel()])
+                               (_CHECK_OFFSETS + np.zeros((still.size, 1))).ravel()])
         steps = np.zeros((dofs.size, model.nv))
         steps[np.arange(dofs.size), dofs] = size
         return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
@@ -1279,17 +1287,18 @@ class _Constraints:
         box (geom 2 on a body), of dim 1 or 3 on the pyramidal cone, with R far above its floor MINVAL: _plane_contacts'
         kind; not a capsule standing on its end (its axis within 1e-6 of the normal: its frame's choice switches
         there). xmat (nbody, 3, 3): the bodies' orientations."""
-        model, r, contacts = self.model, self.r, self.contacts[0]
-        if contacts.geom is None:
+        model, r, contacts, kinds = self.model, self.r, self.contacts[0], _geom_kinds(self.model)
+        if contacts.geom is None or not len(contacts) or geoms.PLANE not in kinds or \
+                not kinds & {geoms.SPHERE, geoms.CAPSULE, geoms.BOX}:
             return []
-        kind, link = model.geoms.geom_type.tolist(), model.body_linkid.tolist()
+        kind, link, types, R = model.geoms.geom_type.tolist(), model.body_linkid.tolist(), r.type.tolist(), r.R.tolist()
         cone = (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
         out = []
         for c, ((g1, g2), first, dim, (b1, b2)) in enumerate(zip(contacts.geom.tolist(), r.contact_row.tolist(),
                                                                 r.contact_dim.tolist(), r.contact_body.tolist())):
-            if not (first >= 0 and dim in (1, 3) and min(g1, g2) >= 0 and kind[g1] == geoms.PLANE and b2 >= 0
+            if not (first >= 0 and dim in (1, 3) and g1 >= 0 and g2 >= 0 and kind[g1] == geoms.PLANE and b2 >= 0
                     and kind[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX) and (b1 < 0 or link[b1] < 0)
-                    and r.type[first] in cone and r.R[first] > R_FLOOR):
+                    and types[first] in cone and R[first] > R_FLOOR):
                 continue                               # b1 welded to the world: no dof moves it (dof_chain)
             if kind[g2] == geoms.CAPSULE and 1 - (contacts.frame[c, 0] @ _geom_axis(model, xmat[b2], g2)) ** 2 < 1e-12:
                 continue
@@ -1335,10 +1344,10 @@ class _Constraints:
         radius = np.where(kind == geoms.BOX, 0.0, G.geom_size[g2, 0])
         dim = r.contact_dim[cs].astype(np.int64)
         axis = np.zeros((len(cs), 3))
-        for i in np.flatnonzero((kind == geoms.CAPSULE) & (dim > 1)).tolist():
+        for i in ((kind == geoms.CAPSULE) & (dim > 1)).nonzero()[0].tolist():
             axis[i] = _geom_axis(model, xmat[bodies[i]], g2[i])
         count = np.where(dim == 1, 1, 2 * (dim - 1))   # each contact's rows: its first row on
-        rows = (np.repeat(r.contact_row[cs] - np.cumsum(count) + count, count) + np.arange(count.sum())).astype(np.intp)
+        rows = ((r.contact_row[cs] - count.cumsum() + count).repeat(count) + np.arange(count.sum())).astype(np.intp)
         return rows, bodies, (xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs],
                               contacts.friction[cs], radius, dim, axis)
 
@@ -1374,8 +1383,8 @@ class _Constraints:
             parts.append((rows, np.zeros((0, nv, nv)), np.zeros((0, nv))))
         elif planes:
             parts.append(self._plane_contacts(q, planes, poses))
-        for c in sorted(set(range(len(r.contact_row))) - set(planes)):
-            part = self._segment_contact(c, self.pairs.get(c))
+        for c in sorted(set(self.pairs) - set(planes)):      # the sphere and capsule pairs (_segment_pairs)
+            part = self._segment_contact(c, self.pairs[c])
             if part is not None:
                 parts.append(part)
         return (*(np.concatenate(x) for x in zip(*parts)), deferred)
@@ -1423,7 +1432,7 @@ class _Constraints:
         """[(c, g1, g2)]: the contacts at solve()'s q between a plane g1 and a geom g2 of type kind (geoms.CAPSULE: those
         of dim > 1, whose frame follows the axis; geoms.CYLINDER: all, whose points follow it)."""
         r, contacts, G = self.r, self.contacts, self.model.geoms
-        if contacts is None or contacts[0].geom is None:
+        if contacts is None or contacts[0].geom is None or not {geoms.PLANE, kind} <= _geom_kinds(self.model):
             return []
         types = G.geom_type.tolist()
         return [(c, g1, g2) for c, ((g1, g2), first, dim) in enumerate(zip(contacts[0].geom.tolist(),
@@ -1491,8 +1500,9 @@ class _Constraints:
         """[(c, cylinder, side, other)]: the contacts at solve()'s q between a cylinder and a box or a mesh (MuJoCo's
         multi-contact: convex.polygon_pair), the cylinder's geom, the contact body it is on (0 or 1) and the other
         geom's type (geoms.BOX or geoms.MESH)."""
-        r, contacts, G = self.r, self.contacts, self.model.geoms
-        if contacts is None or contacts[0].geom is None:
+        r, contacts, G, kinds = self.r, self.contacts, self.model.geoms, _geom_kinds(self.model)
+        if contacts is None or contacts[0].geom is None or geoms.CYLINDER not in kinds or \
+                not kinds & {geoms.BOX, geoms.MESH}:
             return []
         out, types = [], G.geom_type.tolist()
         for c, (pair, first) in enumerate(zip(contacts[0].geom.tolist(), r.contact_row.tolist())):
@@ -1727,12 +1737,14 @@ class _Constraints:
         contact appears along the others, refused; detected there only along those _proven_still cannot clear) and
         daref/dqd (_aref_velocity_derivative)."""
         r, nv, model = self.r, self.model.nv, self.model
-        poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
-        self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
-        self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
-        self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
-        self._refuse_cylinders_on_faces(q, poses)      # InvalidStateError where a cylinder on a face's contacts jump
-        self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
+        self.pairs, poses = {}, None
+        if len(r.contact_row):                         # the contacts' refusals (without contacts, nothing to refuse)
+            poses = body_poses(model, q)               # the bodies' (xpos, xmat), once
+            self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
+            self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
+            self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
+            self._refuse_cylinders_on_faces(q, poses)      # InvalidStateError where a cylinder on a face's contacts jump
+            self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos, planes = self._analytic_rows(q, poses)
         self.analytic = rows
@@ -1829,7 +1841,10 @@ _NO_PLANES = (0, 0, np.zeros(0), (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zero
                                   np.zeros(0), np.zeros(0), np.zeros((0, 3))))
 #: FD_WEIGHTS' weights (_product_rule's, compiled_terms')
 _FD_POINT_WEIGHTS = np.array(FD_WEIGHTS)[:, 1]
-for _array in (_NO_PLANES[2], *_NO_PLANES[3], _FD_POINT_WEIGHTS):   # read-only module constants
+#: _points' offsets along a differenced dof (FD_WEIGHTS' steps times ROW_STEP) and along a checked one
+_POINT_OFFSETS = np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
+_CHECK_OFFSETS = np.array([-2 * ROW_STEP, 2 * ROW_STEP])
+for _array in (_NO_PLANES[2], *_NO_PLANES[3], _FD_POINT_WEIGHTS, _POINT_OFFSETS, _CHECK_OFFSETS):   # read-only constants
     _array.setflags(write=False)
 del _array
 
@@ -2113,10 +2128,18 @@ def _cross_columns(W: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _geom_axis(model: Model, xmat: np.ndarray, geom: int) -> np.ndarray:
-    """(3,) geom's z axis in the world, its body's orientation xmat (3, 3) times its quaternion's (w, x, y, z) third
-    column (2 (xz + wy), 2 (yz - wx), 1 - 2 (x^2 + y^2))."""
-    w, x, y, z = model.geoms.geom_quat[geom].tolist()
-    return xmat @ np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
+    """(3,) geom's z axis in the world, its body's orientation xmat (3, 3) times its own in the body (_geom_axes)."""
+    return xmat @ _geom_axes(model)[geom]
+
+
+@per_model
+def _geom_axes(model: Model) -> np.ndarray:
+    """(ngeom, 3) each geom's z axis in its body's frame, its quaternion's (w, x, y, z) third column (2 (xz + wy),
+    2 (yz - wx), 1 - 2 (x^2 + y^2)) (_geom_axis' table, made once per model)."""
+    w, x, y, z = model.geoms.geom_quat.reshape(-1, 4).T
+    out = np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)], axis=1)
+    out.setflags(write=False)
+    return out
 
 
 def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndarray:

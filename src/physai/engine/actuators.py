@@ -213,7 +213,7 @@ class Actuators:
     @property
     def na(self) -> int:
         """Number of activations (MuJoCo's na): one per actuator with activation dynamics."""
-        return int(self.stateful.sum())
+        return int(np.count_nonzero(self.stateful))
 
     @property
     def affine_each(self) -> np.ndarray:
