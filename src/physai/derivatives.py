@@ -1344,10 +1344,10 @@ class _Constraints:
         radius = np.where(kind == geoms.BOX, 0.0, G.geom_size[g2, 0])
         dim = r.contact_dim[cs].astype(np.int64)
         axis = np.zeros((len(cs), 3))
-        for i in ((kind == geoms.CAPSULE) & (dim > 1)).nonzero()[0].tolist():
+        for i in np.flatnonzero((kind == geoms.CAPSULE) & (dim > 1)).tolist():
             axis[i] = _geom_axis(model, xmat[bodies[i]], g2[i])
         count = np.where(dim == 1, 1, 2 * (dim - 1))   # each contact's rows: its first row on
-        rows = ((r.contact_row[cs] - count.cumsum() + count).repeat(count) + np.arange(count.sum())).astype(np.intp)
+        rows = (np.repeat(r.contact_row[cs] - np.cumsum(count) + count, count) + np.arange(count.sum())).astype(np.intp)
         return rows, bodies, (xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs],
                               contacts.friction[cs], radius, dim, axis)
 
