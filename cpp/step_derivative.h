@@ -399,8 +399,10 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
         std::vector<double> &coef = w.coefficients;
         for (int v = 0; v < nv; v++) {
             src.clear(), coef.clear();
-            for (int64_t r = 0; r < t.nefc; r++)
-                if (t.J[size_t(r) * nv + v] != 0.0) src.push_back(W + size_t(r) * cols), coef.push_back(-t.J[size_t(r) * nv + v]);
+            for (int64_t r = 0; r < t.nefc; r++) {
+                const double minus = -t.J[size_t(r) * nv + v];             // an lvalue: push_back inline
+                if (minus != 0.0) src.push_back(W + size_t(r) * cols), coef.push_back(minus);
+            }
             subtract_sources(w.sub, X + size_t(v) * cols, [&](int k) { return src[size_t(k)]; }, coef.data(), int(src.size()), cols);
         }
         if (!lu_factor(H, nv, w.cpiv.data())) return false;
@@ -482,8 +484,10 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
         double *Ci = C + size_t(i) * cols;
         for (int c = 0; c < cols; c++) Ci[c] = -R[size_t(i) * cols + c];
         src.clear(), coef.clear();
-        for (int k = 0; k < nv; k++)
-            if (M[size_t(i) * nv + k] != 0.0) src.push_back(w.Z.data() + size_t(k) * cols), coef.push_back(-M[size_t(i) * nv + k]);
+        for (int k = 0; k < nv; k++) {
+            const double minus = -M[size_t(i) * nv + k];                   // an lvalue: push_back inline
+            if (minus != 0.0) src.push_back(w.Z.data() + size_t(k) * cols), coef.push_back(minus);
+        }
         subtract_sources(w.sub, Ci, [&](int k) { return src[size_t(k)]; }, coef.data(), int(src.size()), cols);
     }
     return true;
