@@ -221,28 +221,21 @@ inline bool lu_factor(double *A, int n, int *piv) {
 }
 
 // X (n, cols) <- A^-1 X from lu_factor's factors: row r of L Y = P X less L_rc Y_c over c < r ascending, then row i
-// of U Z = Y less U_ij Z_j over j > i ascending, over U_ii. Many columns: up to kMaxSources rows at a time in wide.h's
-// kernels of the active instruction set; few: one row at a time inline (each entry's operations in that order)
-inline void lu_apply(const double *LU, int n, const int *piv, double *X, int cols) {
+// of U Z = Y less U_ij Z_j over j > i ascending, over U_ii. Many columns: up to kMaxSources rows at a time in sub's
+// kernels (wide.h's subtract_rows_set, looked up by the caller; null with few columns); few: one row at a time inline
+inline void lu_apply(const double *LU, int n, const int *piv, double *X, int cols, const SubtractRows (*sub)[kMaxGroup]) {
     for (int c = 0; c < n; c++)                                        // P X (the swaps moved L's rows too)
         if (piv[c] != c)
             for (int k = 0; k < cols; k++) std::swap(X[size_t(piv[c]) * cols + k], X[size_t(c) * cols + k]);
-    const bool wide = cols >= 16;
-    SubtractRows sub[kMaxSources][kMaxGroup];
-    if (wide) subtract_rows_set(sub);
-    const double *x[kMaxSources];
-    auto subtract = [&](double *y, int first, int last, const double *a) {   // y -= a_k X_k, k = first .. last - 1
-        for (int c = first; c < last; c += wide ? kMaxSources : 1) {
-            const int K = wide ? std::min(kMaxSources, last - c) : 1;
-            for (int k = 0; k < K; k++) x[k] = X + size_t(c + k) * cols;
-            if (wide) sub[K - 1][0](&y, x, a + (c - first), cols);
-            else subtract_rows<1, 1>(&y, x, a + (c - first), cols);
-        }
+    const SubtractRows(*wide)[kMaxGroup] = cols >= 16 ? sub : nullptr;
+    auto rows_from = [X, cols](int first) {                            // source k: X's row first + k
+        return [X, cols, first](int k) -> const double * { return X + size_t(first + k) * cols; };
     };
-    for (int r = 1; r < n; r++) subtract(X + size_t(r) * cols, 0, r, LU + size_t(r) * n);   // L Y = P X
+    for (int r = 1; r < n; r++)                                        // L Y = P X
+        subtract_sources(wide, X + size_t(r) * cols, rows_from(0), LU + size_t(r) * n, r, cols);
     for (int i = n - 1; i >= 0; i--) {                                 // U Z = Y
         double *y = X + size_t(i) * cols;
-        subtract(y, i + 1, n, LU + size_t(i) * n + i + 1);
+        subtract_sources(wide, y, rows_from(i + 1), LU + size_t(i) * n + i + 1, n - i - 1, cols);
         for (int k = 0; k < cols; k++) y[k] /= LU[size_t(i) * n + i];
     }
 }
@@ -253,7 +246,7 @@ inline bool lu_solve(double *A, int n, double *b) {
     std::vector<int> many;
     int *p = n <= 64 ? piv : (many.resize(size_t(n)), many.data());
     if (!lu_factor(A, n, p)) return false;
-    lu_apply(A, n, p, b, 1);
+    lu_apply(A, n, p, b, 1, nullptr);
     return true;
 }
 

@@ -55,8 +55,10 @@ struct StepDerivData {
     std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY;   // the constrained step's (constrained_derivatives)
     std::vector<double> J6, adJ, adpos;                                // its analytic rows' (analytic_rows), and the
     std::vector<int> asupport, asupport_at;                            // dofs each row's dJ and dpos are not zero on
-    std::vector<const double *> sources;                               // add_rows' sources and coefficients
+    std::vector<int> every;                                            // 0 .. nv - 1: the anchored rows' support
+    std::vector<const double *> sources;                               // subtract_sources' sources and coefficients
     std::vector<double> coefficients;
+    SubtractRows sub[kMaxSources][kMaxGroup] = {};                     // wide.h's kernels, set once per call (step_derivative_states)
     std::vector<int> cpiv, qpiv;
     std::vector<int64_t> Q;
     std::vector<int> piv;
@@ -67,7 +69,8 @@ struct StepDerivData {
         for (auto *x : {&K, &tq, &tv, &cq, &cv, &cqm, &cvm, &scratch}) x->resize(V * V);
         for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
         for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn, &tau}) x->resize(V);
-        qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V), cpiv.resize(V);
+        qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V), cpiv.resize(V), every.resize(V);
+        for (int k = 0; k < nv; k++) every[size_t(k)] = k;
         M0.resize(V * V), this->C.resize(V * C), R.resize(V * C);
         for (auto *x : {&cb, &ck, &dcb, &dck}) x->resize(size_t(nu));
     }
@@ -324,20 +327,16 @@ inline void turning(int nv, const double *dJ, double f, const int *S, int ns, do
 // _analytic_forces), each held in its state at the optimum a_c:
 //   jar = J a_c - aref,  d aref = -B dJ qd - K imp dpos - K impP (pos - margin) dgap - dbias,
 //   dD = D impP / (imp (1 - imp)) dgap,  df = -dD jar - D (dJ a_c - d aref) on a quadratic row (0 otherwise)
-// with f the optimum's force there, dgap = dpos where dgap_all is null, dbias zero where dbias_all is null
+// with f the optimum's force there, dgap = dpos where dgap_all is null, dbias zero where dbias_all is null; row i's
+// dofs (dJ, dpos, dgap zero off them) support[support_at[i] .. support_at[i + 1]), or without support_at support's nv
 inline void analytic_forces(int nv, const ConstrainedTerms &t, int64_t n, const int64_t *rows, const double *dJ_all,
                             const double *dpos_all, const double *dgap_all, const double *dbias_all, const double *qd,
-                            double *Gq, double *Wq, int cols, const int *support = nullptr, const int *support_at = nullptr) {
-    std::vector<int> all;                                              // no support given: every dof
-    if (!support) {
-        all.resize(size_t(nv));
-        for (int k = 0; k < nv; k++) all[size_t(k)] = k;
-    }
+                            double *Gq, double *Wq, int cols, const int *support, const int *support_at) {
     for (int64_t i = 0; i < n; i++) {
         int64_t row = rows[i];
         const double *dJ = dJ_all + size_t(i) * nv * nv, *dpos = dpos_all + size_t(i) * nv, *J = t.J + size_t(row) * nv;
         const double *dgap = dgap_all ? dgap_all + size_t(i) * nv : dpos;
-        const int *S = support ? support + support_at[i] : all.data(), ns = support ? support_at[i + 1] - support_at[i] : nv;
+        const int *S = support_at ? support + support_at[i] : support, ns = support_at ? support_at[i + 1] - support_at[i] : nv;
         bool quadratic = t.state[row] == QUADRATIC;
         double jar = -t.aref[row], f = quadratic ? t.force[row] : 0.0;
         for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
@@ -386,17 +385,6 @@ inline void product_rule(int nv, const ConstrainedTerms &t, double *Gq, double *
     }
 }
 
-// y (n) += sum_k c_k x_k over the count sources in order, kMaxSources at a time in wide.h's kernels sub (y - (-c_k) x_k:
-// the same operations on each entry); x, c: the sources and their coefficients
-inline void add_rows(SubtractRows (*sub)[kMaxGroup], double *y, const double *const *x, const double *c, int count, int n) {
-    double minus[kMaxSources];
-    for (int k0 = 0; k0 < count; k0 += kMaxSources) {
-        const int K = std::min(kMaxSources, count - k0);
-        for (int k = 0; k < K; k++) minus[k] = -c[k0 + k];
-        sub[K - 1][0](&y, x + k0, minus, n);
-    }
-}
-
 // X (nv, cols) <- H^-1 (X + J^T W) (derivatives._Constraints._hessian_solve; H (nv, nv) destroyed): with stiff rows (the
 // quadratic rows Q, no cone, W zero elsewhere) M^-1 (X - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 X - W_Q / D_Q)),
 // R_Q = 1 / D_Q; otherwise H's LU; false for a singular matrix
@@ -406,19 +394,19 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
     for (int64_t r = 0; r < t.nefc && stiff; r++)
         if (t.state[r] != QUADRATIC)
             for (int c = 0; c < cols && stiff; c++) stiff = W[size_t(r) * cols + c] == 0.0;
-    if (!stiff) {
-        SubtractRows sub[kMaxSources][kMaxGroup];                      // X_v += J_rv W_r, r ascending (J's zeros
-        subtract_rows_set(sub);                                        // add nothing)
+    if (!stiff) {                                                      // X_v -= (-J_rv) W_r, r ascending (J's zeros add nothing)
         std::vector<const double *> &src = w.sources;
         std::vector<double> &coef = w.coefficients;
         for (int v = 0; v < nv; v++) {
             src.clear(), coef.clear();
-            for (int64_t r = 0; r < t.nefc; r++)
-                if (t.J[size_t(r) * nv + v] != 0.0) src.push_back(W + size_t(r) * cols), coef.push_back(t.J[size_t(r) * nv + v]);
-            add_rows(sub, X + size_t(v) * cols, src.data(), coef.data(), int(src.size()), cols);
+            for (int64_t r = 0; r < t.nefc; r++) {
+                const double minus = -t.J[size_t(r) * nv + v];             // an lvalue: push_back inline
+                if (minus != 0.0) src.push_back(W + size_t(r) * cols), coef.push_back(minus);
+            }
+            subtract_sources(w.sub, X + size_t(v) * cols, [&](int k) { return src[size_t(k)]; }, coef.data(), int(src.size()), cols);
         }
         if (!lu_factor(H, nv, w.cpiv.data())) return false;
-        lu_apply(H, nv, w.cpiv.data(), X, cols);
+        lu_apply(H, nv, w.cpiv.data(), X, cols, w.sub);
         return true;
     }
     std::vector<int64_t> &Q = w.Q;                                     // the quadratic rows
@@ -428,12 +416,12 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
     int nq = int(Q.size());
     std::copy(M, M + size_t(nv) * nv, H);                              // M^-1 X, M^-1 J_Q^T (nv, nq)
     if (!lu_factor(H, nv, w.cpiv.data())) return false;
-    lu_apply(H, nv, w.cpiv.data(), X, cols);
+    lu_apply(H, nv, w.cpiv.data(), X, cols, w.sub);
     w.MiJ.resize(size_t(nv) * nq), w.Kq.resize(size_t(nq) * nq), w.KY.resize(size_t(nq) * cols), w.qpiv.resize(size_t(nq));
     double *MiJ = w.MiJ.data(), *Kq = w.Kq.data(), *Y = w.KY.data();
     for (int v = 0; v < nv; v++)
         for (int i = 0; i < nq; i++) MiJ[size_t(v) * nq + i] = t.J[size_t(Q[i]) * nv + v];
-    lu_apply(H, nv, w.cpiv.data(), MiJ, nq);
+    lu_apply(H, nv, w.cpiv.data(), MiJ, nq, w.sub);
     for (int i = 0; i < nq; i++) {                                     // K = diag(1 / D_Q) + J_Q M^-1 J_Q^T
         const double *Ji = t.J + size_t(Q[i]) * nv;
         for (int j = 0; j < nq; j++) {
@@ -448,7 +436,7 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
         }
     }
     if (!lu_factor(Kq, nq, w.qpiv.data())) return false;
-    lu_apply(Kq, nq, w.qpiv.data(), Y, cols);
+    lu_apply(Kq, nq, w.qpiv.data(), Y, cols, w.sub);
     for (int v = 0; v < nv; v++)                                       // M^-1 X - M^-1 J_Q^T K^-1 (...)
         for (int i = 0; i < nq; i++) {
             double m = MiJ[size_t(v) * nq + i];
@@ -481,7 +469,7 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     w.Y.resize(size_t(t.nanchor) * nv);                                // the anchored rows: dpos = J
     for (int64_t i = 0; i < t.nanchor; i++) std::copy_n(t.J + size_t(t.anchored[i]) * nv, nv, w.Y.data() + size_t(i) * nv);
     analytic_forces(nv, t, t.nanchor, t.anchored, t.anchor_dJ, w.Y.data(), t.anchor_dgap, t.anchor_dbias, qd, w.G.data(),
-                    w.W.data(), cols);
+                    w.W.data(), cols, w.every.data(), nullptr);
     w.Z.resize(size_t(nefc) * nv);                                     // W's qd columns: S daref/dqd
     times_S(t, t.daref, nv, w.Z.data());
     for (int64_t r = 0; r < nefc; r++)
@@ -490,15 +478,17 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     for (int i = 0; i < nv; i++)
         for (int c = 0; c < cols; c++) w.Z[size_t(i) * cols + c] = R[size_t(i) * cols + c] - (c < nv ? w.G[size_t(i) * nv + c] : 0.0);
     if (!hessian_solve(nv, t, w, M, w.H.data(), w.Z.data(), w.W.data(), cols)) return false;
-    SubtractRows sub[kMaxSources][kMaxGroup];                          // C = M da - R: row i from -R_i, + M_ik da_k
-    subtract_rows_set(sub);                                            // in k's order (M's zeros, the tree's, add nothing)
+    std::vector<const double *> &src = w.sources;                      // C = M da - R: row i from -R_i, - (-M_ik) da_k
+    std::vector<double> &coef = w.coefficients;                        // in k's order (M's zeros, the tree's, add nothing)
     for (int i = 0; i < nv; i++) {
         double *Ci = C + size_t(i) * cols;
         for (int c = 0; c < cols; c++) Ci[c] = -R[size_t(i) * cols + c];
-        w.sources.clear(), w.coefficients.clear();
-        for (int k = 0; k < nv; k++)
-            if (M[size_t(i) * nv + k] != 0.0) w.sources.push_back(w.Z.data() + size_t(k) * cols), w.coefficients.push_back(M[size_t(i) * nv + k]);
-        add_rows(sub, Ci, w.sources.data(), w.coefficients.data(), int(w.sources.size()), cols);
+        src.clear(), coef.clear();
+        for (int k = 0; k < nv; k++) {
+            const double minus = -M[size_t(i) * nv + k];                   // an lvalue: push_back inline
+            if (minus != 0.0) src.push_back(w.Z.data() + size_t(k) * cols), coef.push_back(minus);
+        }
+        subtract_sources(w.sub, Ci, [&](int k) { return src[size_t(k)]; }, coef.data(), int(src.size()), cols);
     }
     return true;
 }
@@ -539,7 +529,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     bool servos = discrete && act.nu;                                  // the servos' B and K, their - h K qd
     if (servos && !servo_metric(m, act, w, s.force.data(), qd, c.h, K, a)) return SINGULAR;
     if (!lu_factor(K, nv, w.piv.data())) return SINGULAR;
-    lu_apply(K, nv, w.piv.data(), a, 1);
+    lu_apply(K, nv, w.piv.data(), a, 1, nullptr);
     if (any_nonfinite(a, size_t(nv))) return NONFINITE;
     // X = [dF/dq - dtau/dq | dF/dqd - dtau/dqd | dF/dctrl], F = passive + actuators (+ applied: constant)
     std::fill(X, X + size_t(nv) * cols, 0.0);
@@ -589,7 +579,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
         damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
                                    c.integrator == IMPLICITFAST);
-    lu_apply(K, nv, w.piv.data(), X, cols);
+    lu_apply(K, nv, w.piv.data(), X, cols, w.sub);
     return OK;
 }
 
@@ -756,6 +746,7 @@ inline int step_derivative(const Model &m, const Actuators &act, StepDerivData &
 inline void step_derivative_states(const Model &m, const Actuators &act, StepDerivData &w, const StepDerivativeCall &call,
                                    int64_t lo, int64_t hi) {
     int64_t nv = m.nv, nu = act.nu;
+    subtract_rows_set(w.sub);                                          // the active instruction set's, for this call
     for (int64_t n = lo; n < hi; n++) {
         StepDerivative c;
         c.h = call.opt.h, c.integrator = call.opt.integrator, c.implicit_damping = call.opt.implicit_damping;

@@ -1,8 +1,9 @@
 // Row kernels compiled plain, for AVX2 and for AVX-512, chosen at run time by the active instruction set (cpp/kernels.h's
 // active_isa: the CPU's best, or PHYSAI_ISA): the same operations on each entry in wider vectors, no FMA, the same
-// results. Used by the sparse Cholesky and rank-1 updates of cpp/solver.h and by forward.h's lu_apply:
+// results. Used by the sparse Cholesky and rank-1 updates of cpp/solver.h, forward.h's lu_apply and step_derivative.h:
 //
 //     subtract_rows<G, K>   y_g -= a_kg x_k for G rows and K sources (subtract_rows_set: a table by K and G)
+//     subtract_sources      y -= sum_k a_k x_k over any count of sources, kMaxSources at a time
 //     rotate_run            a rank-1 update's row (rotate_runs)
 //     axpy_run              y -= L t (axpy_runs)
 //     divide_run            L = w / d, w = 0 (divide_runs)
@@ -140,6 +141,21 @@ inline void subtract_rows_set(SubtractRows (*sub)[kMaxGroup]) {
     const int isa = wide_isa();
     subtract_rows_set_k<1>(sub, isa), subtract_rows_set_k<2>(sub, isa), subtract_rows_set_k<3>(sub, isa);
     subtract_rows_set_k<4>(sub, isa), subtract_rows_set_k<5>(sub, isa), subtract_rows_set_k<6>(sub, isa);
+}
+
+// y (n) -= sum_k a_k x(k) over the count sources k ascending (x(k): source k's row): kMaxSources at a time in sub's
+// kernels (subtract_rows_set), or without sub one at a time inline (few columns); each entry's operations in k's order
+template <class Source>
+__attribute__((always_inline)) inline void subtract_sources(const SubtractRows (*sub)[kMaxGroup], double *y, Source x,
+                                                            const double *a, int count, int n) {
+    const double *xs[kMaxSources];
+    const int step = sub ? kMaxSources : 1;
+    for (int k0 = 0; k0 < count; k0 += step) {
+        const int K = std::min(step, count - k0);
+        for (int k = 0; k < K; k++) xs[k] = x(k0 + k);
+        if (sub) sub[K - 1][0](&y, xs, a + k0, n);
+        else subtract_rows<1, 1>(&y, xs, a + k0, n);
+    }
 }
 
 }  // namespace

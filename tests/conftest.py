@@ -1,7 +1,7 @@
 """Shared test setup: Menagerie robots come from ../shared/menagerie unless MENAGERIE_ROOT is set; the hypothesis
-profiles; the `robot` and `restore_isa` fixtures; the suite's slices (markers by file, fixture and name; a test whose
-Chromium or compiled extension is missing skips, or fails on CI). Plain helpers (the model table, Robot, assert_close, run on a
-backend, assert_same_text) are in tests/helpers.py."""
+profiles; the `robot`, `restore_isa` and `compiled_backend` fixtures; the suite's slices (markers by file, fixture and
+name; a test whose Chromium or compiled extension is missing skips, or fails on CI). Plain helpers (the model table, Robot,
+assert_close, run on a backend, assert_same_text) are in tests/helpers.py."""
 
 import os
 from pathlib import Path
@@ -24,6 +24,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 import pytest  # noqa: E402
 
 from helpers import Robot  # noqa: E402
+from physai import engine  # noqa: E402
 from physai.engine import native  # noqa: E402
 
 
@@ -43,6 +44,14 @@ def restore_isa():
     before = native.isa()
     yield
     assert native.set_isa(before)
+
+
+@pytest.fixture
+def compiled_backend():
+    """The compiled backend active during the test (whatever PHYSAI_BACKEND chose), the previous one restored after."""
+    previous = engine.set_backend("native")
+    yield
+    engine.set_backend(previous)
 
 
 # ---- the suite's slices: markers (registered in pyproject.toml) given by file, fixture and name, so that test bodies
@@ -117,8 +126,8 @@ COMPILED = {
     "test_tendons.py": {"test_compiled_lengths_and_jacobians_equal_numpys", "test_dm_control_tendon_models_run_compiled_as_mj_step"},
     "test_tendon_actfrc.py": {"test_compiled_step_derivatives_equal_the_numpy_text", "test_bad_tendon_limits_are_named"},
 }
-#: fixtures whose users carry a marker: the headless Chromium page, the compiled kernel's instruction sets
-FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
+#: fixtures whose users carry a marker: the headless Chromium page, the compiled kernel's instruction sets, its backend
+FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled", "compiled_backend": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {

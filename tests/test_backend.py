@@ -263,7 +263,7 @@ def test_derivatives_shared_state_strided_inputs_and_named_errors():
             assert len(errors) == 1 and errors.pop()[0] is kind
 
 
-def test_errors_are_named_without_the_numpy_path(monkeypatch):
+def test_errors_are_named_without_the_numpy_path(monkeypatch, compiled_backend):
     """On the compiled backend a bad input, a zero quaternion, a singular mass matrix or an overflow raises the NumPy
     path's error and message (worded by validation, not computed again: the NumPy algorithms are replaced by a trap
     here); inputs of another type are converted and computed; rollout names the trajectory and the step."""

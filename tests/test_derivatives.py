@@ -862,7 +862,7 @@ def test_h1_against_pinocchio_through_the_conventions():
 
 # ---- errors ----
 
-def test_constrained_one_plain_state_equals_the_full_path(monkeypatch):
+def test_constrained_one_plain_state_equals_the_full_path(monkeypatch, compiled_backend):
     """The G1 standing with an applied force: one plain state (finite float64 arrays of the model's sizes) goes straight
     to the compiled constrained step (_constrained_one_state: no copies, no per-call checks) and gives the full path's
     A, B and margins within 1e-12 (the state as lists, or as a batch of one, takes the full path); a NaN in q, ctrl or
@@ -1225,7 +1225,7 @@ def arms_touching() -> tuple:
 
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("scene", [g1_standing, arms_touching])
-def test_constrained_step_derivatives_detect_at_each_point_the_pairs_its_dof_moves(monkeypatch, analytic, scene):
+def test_constrained_step_derivatives_detect_at_each_point_the_pairs_its_dof_moves(monkeypatch, compiled_backend, analytic, scene):
     """_moved_contacts: each point's compiled detection collides only the pairs its dof moves (_detect_subset), the
     contacts at q standing for the others (_every_contact); at every point, the differenced ones (ANALYTIC_ROWS False)
     and those only checked, that gives the whole detection's contacts within 1e-15. The G1 standing (keyframe and 20 steps: the arms
@@ -1739,7 +1739,7 @@ def test_constrained_step_derivatives_name_a_switch_and_noslip():
 def test_constrained_step_derivatives_on_both_backends_and_in_a_batch():
     """The rows built by the compiled kernel (one call for every differenced state) and by the NumPy text give the same
     A and B within 2e-8 of the largest entry (their rows agree to about 1e-15, which differencing at 1e-6 magnifies a
-    million times: 8.6e-9 seen); a batch of 2 states gives each state's own."""
+    million times: 8.6e-9 seen); a batch of 2 states gives each state's own (the compiled backend's)."""
     m, d = constraint_scene(1, "elliptic", 6, tolerance=1e-15)
     model = engine.from_mujoco(m)
     q, qd = d.qpos.copy(), d.qvel.copy()
@@ -1747,10 +1747,10 @@ def test_constrained_step_derivatives_on_both_backends_and_in_a_batch():
     for k in range(2):
         assert_close(out["native"][k], out["numpy"][k], 2e-8)
     q2, qd2 = np.stack([q, q]), np.stack([qd, 0.5 * qd])
-    A, B = derivatives.step_derivatives(model, q2, qd2, constraints=True)
+    A, B = run("native", derivatives.step_derivatives, model, q2, qd2, constraints=True)
     assert A.shape == (2, 2 * m.nv, 2 * m.nv)
     assert_close(A[0], out["native"][0], 1e-12)
-    assert_close(A[1], derivatives.step_derivatives(model, q, 0.5 * qd, constraints=True)[0], 1e-12)
+    assert_close(A[1], run("native", derivatives.step_derivatives, model, q, 0.5 * qd, constraints=True)[0], 1e-12)
 
 
 def test_switch_margins_say_how_far_a_state_is_from_a_switch():
@@ -1882,7 +1882,7 @@ def test_constrained_rows_analytic_q_derivatives_match_central_differences(monke
 @pytest.mark.parametrize("case, piece", [("plane primitives", "plane_contact_rows"), ("segments", "segment_contact_rows"),
                                          ("segments", "segment_pair"), ("dm humanoid", "segment_pair"),
                                          ("random pyramidal 2", "segment_pair")])
-def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, case, piece):
+def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, compiled_backend, case, piece):
     """cpp/constraint_derivative.h's plane_contact_rows, segment_contact_rows and segment_pair (COMPILED_PIECES) against
     their NumPy text (derivatives.plane_contact_rows, segment_contact_rows, segment_pair) on SCENES' states
     (PLANE_PRIMITIVES: a plane against box corners, capsule ends whose tangents turn with their axes, a sphere of dim 1;

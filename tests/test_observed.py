@@ -295,7 +295,7 @@ def test_the_other_gymnasium_task_models_observe_as_mujoco_in_the_compiled_step(
 
 @pytest.mark.parametrize("name, frames", [("ant.xml", 5), ("walker2d_v5.xml", 4), ("humanoid.xml", 5),
                                           ("hopper.xml", 4)])
-def test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call(name, frames):
+def test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call(compiled_backend, name, frames):
     """integrators.step_frames (a vector environment's frame skip in one compiled call, ctrl held), a batch of 12 (lanes
     and the one-by-one run): the last frame's state and warm start as MuJoCo's mj_step(nstep=frames), its observed fields
     as MjData's after it and mj_rnePostConstraint (within 1e-10 relative: five frames' roundings, the 1e-12 of one step
@@ -335,7 +335,7 @@ def test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call(name, frame
 
 
 @pytest.mark.parametrize("name, frames", [("ant.xml", 5), ("humanoid.xml", 5)])
-def test_step_frames_forward_only_states_are_mj_forwards_in_the_same_call(name, frames):
+def test_step_frames_forward_only_states_are_mj_forwards_in_the_same_call(compiled_backend, name, frames):
     """step_frames' forward_only (a vector environment's autoreset folded into its step's call), 12 states with 3
     marked (rows 2, 9, 11: a lanes' block cut short, one-by-one runs): the marked states' q, qd and warm start come back
     as given and their observed fields are MjData's after mj_forward + mj_rnePostConstraint at them (within 1e-12 of

@@ -25,7 +25,7 @@ def thread_limit():
     _ext._set_thread_limit(-1)
 
 
-def test_num_threads_rule_is_the_same_in_cpp_and_python(monkeypatch):
+def test_num_threads_rule_is_the_same_in_cpp_and_python(monkeypatch, compiled_backend):
     hardware, limit = _ext.hardware_threads(), _ext.max_threads()
     assert limit == min(256, 4 * hardware)
     monkeypatch.delenv("PHYSAI_NUM_THREADS", raising=False)
