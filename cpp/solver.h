@@ -1168,6 +1168,51 @@ PHYSAI_SCALAR_LOADS inline double dot_mj(const double *a, const double *b, int n
     return s;
 }
 
+// L^T y = J_i^T for a column y of B (its nonzeros scattered, zero elsewhere below top) from the leaves, zeros skipped
+// (dual_problem's); the lowest dof it reaches (top: none)
+inline int column_solve(const Model &m, const double *LM, const double *LMinv, double *y, int top) {
+    int low = top;
+    for (int k = top - 1; k >= 0; k--) {
+        if (y[k] == 0.0) continue;
+        const double *Lk = LM + m.M_rowadr[k];
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        double x = y[k] * LMinv[k];
+        y[k] = x, low = k;
+        for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
+    }
+    return low;
+}
+
+// column_solve of four columns on the same columns of J (a group's rows): a dof where all four are nonzero updates them
+// together (each column's operations and order unchanged, the ancestors read once), else each alone as column_solve
+inline void column_solve4(const Model &m, const double *LM, const double *LMinv, double *const *y, int top, int *low) {
+    double *y0 = y[0], *y1 = y[1], *y2 = y[2], *y3 = y[3];
+    low[0] = low[1] = low[2] = low[3] = top;
+    for (int k = top - 1; k >= 0; k--) {
+        bool n0 = y0[k] != 0.0, n1 = y1[k] != 0.0, n2 = y2[k] != 0.0, n3 = y3[k] != 0.0;
+        if (!(n0 | n1 | n2 | n3)) continue;
+        const double *Lk = LM + m.M_rowadr[k];
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        if (n0 & n1 & n2 & n3) {
+            double x0 = y0[k] * LMinv[k], x1 = y1[k] * LMinv[k], x2 = y2[k] * LMinv[k], x3 = y3[k] * LMinv[k];
+            y0[k] = x0, y1[k] = x1, y2[k] = x2, y3[k] = x3, low[0] = low[1] = low[2] = low[3] = k;
+            for (int64_t s = 0; s < depth; s++) {
+                int64_t a = anc[s];
+                double L = Lk[s];
+                y0[a] = y0[a] - L * x0, y1[a] = y1[a] - L * x1, y2[a] = y2[a] - L * x2, y3[a] = y3[a] - L * x3;
+            }
+            continue;
+        }
+        for (int j = 0; j < 4; j++) {
+            double *yj = y[j];
+            if (yj[k] == 0.0) continue;
+            double x = yj[k] * LMinv[k];
+            yj[k] = x, low[j] = k;
+            for (int64_t s = 0; s < depth; s++) yj[anc[s]] = yj[anc[s]] - Lk[s] * x;
+        }
+    }
+}
+
 // a0 = M^-1 qfrc_smooth into w.qacc_smooth, A = J M^-1 J^T (nefc x nefc) and b = J a0 - aref of the dual problem, from
 // M's factor M = L^T L in w.d.qL, w.d.qLinv (_dual_problem; A in w.P's factor instead when the discrete step's metric
 // has couplings, w.coupled: its M_delassus): A = B^T B with B = L^-T J^T (MuJoCo's mj_solveM2 half
@@ -1185,23 +1230,22 @@ inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> 
     std::vector<int> &lo = w.dual_lo, &hi = w.dual_hi;                 // the dofs column i of B reaches: [lo, hi)
     B.resize(N * static_cast<size_t>(nv)), lo.resize(N), hi.resize(N);
     A.resize(N * N), b.assign(N, 0.0);                                 // every entry of A written below
-    for (int i = 0; i < n; i++) {                                      // L^T B_i = J_i^T, zeros skipped
+    auto scatter = [&](int i, int top) {                               // column i: J_i^T, zero elsewhere below top
         double *y = B.data() + size_t(i) * nv;
-        int top = 0;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) top = std::max(top, r.cols[size_t(k)] + 1);
         std::fill(y, y + top, 0.0);                                    // only [0, top) is read, below and by gram_run
         for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[r.cols[size_t(k)]] = r.val[size_t(k)];
-        int low = top;
-        for (int k = top - 1; k >= 0; k--) {
-            if (y[k] == 0.0) continue;
-            const double *Lk = LM + m.M_rowadr[k];
-            const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-            double x = y[k] * LMinv[k];
-            y[k] = x, low = k;
-            for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
+        hi[size_t(i)] = top;
+        return y;
+    };
+    for_each_group(r, [&](int i, int e, int nc, const int *cols) {    // L^T B_i = J_i^T, a group's rows four at a time
+        int top = 0;
+        for (int k = 0; k < nc; k++) top = std::max(top, cols[k] + 1);
+        for (; i + 4 <= e; i += 4) {
+            double *y[4] = {scatter(i, top), scatter(i + 1, top), scatter(i + 2, top), scatter(i + 3, top)};
+            column_solve4(m, LM, LMinv, y, top, lo.data() + i);
         }
-        lo[size_t(i)] = low, hi[size_t(i)] = top;
-    }
+        for (; i < e; i++) lo[size_t(i)] = column_solve(m, LM, LMinv, scatter(i, top), top);
+    });
     gram_runs()(B.data(), lo.data(), hi.data(), n, nv, A.data());    // A_ik = A_ki = B_i . B_k
     rows_times(r, w.qacc_smooth.data(), b.data());
     for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
@@ -1425,11 +1469,16 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, con
     return improvement;
 }
 
-// dot_mj of n = n4 + T entries (n4 a multiple of 4, T = 0 .. 3 known): the same sums without the tail's tests
+// dot_mj of n = n4 + T entries (n4 a multiple of 4, T = 0 .. 3 known): the same sums without the tail's tests, eight
+// entries a turn (each sum's additions in dot_mj's order)
 template <int T> PHYSAI_SCALAR_LOADS inline double dot_mj_tail(const double *a, const double *b, int n4) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i = 0;
-    for (; i < n4; i += 4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
+    for (; i + 8 <= n4; i += 8) {
+        s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
+        s0 += a[i + 4] * b[i + 4], s1 += a[i + 5] * b[i + 5], s2 += a[i + 6] * b[i + 6], s3 += a[i + 7] * b[i + 7];
+    }
+    if (i < n4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3], i += 4;
     double s = (s0 + s2) + (s1 + s3);
     if (T == 3) s += a[i] * b[i] + a[i + 1] * b[i + 1] + a[i + 2] * b[i + 2];
     else if (T == 2) s += a[i] * b[i] + a[i + 1] * b[i + 1];
