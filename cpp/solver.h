@@ -1469,16 +1469,12 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, con
     return improvement;
 }
 
-// dot_mj of n = n4 + T entries (n4 a multiple of 4, T = 0 .. 3 known): the same sums without the tail's tests, eight
-// entries a turn (each sum's additions in dot_mj's order)
+// dot_mj of n = n4 + T entries (n4 a multiple of 4, T = 0 .. 3 known): the same sums without the tail's tests (four
+// entries a turn: eight measured more instructions at the Humanoid's 12 to 20 rows)
 template <int T> PHYSAI_SCALAR_LOADS inline double dot_mj_tail(const double *a, const double *b, int n4) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i = 0;
-    for (; i + 8 <= n4; i += 8) {
-        s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
-        s0 += a[i + 4] * b[i + 4], s1 += a[i + 5] * b[i + 5], s2 += a[i + 6] * b[i + 6], s3 += a[i + 7] * b[i + 7];
-    }
-    if (i < n4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3], i += 4;
+    for (; i < n4; i += 4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
     double s = (s0 + s2) + (s1 + s3);
     if (T == 3) s += a[i] * b[i] + a[i + 1] * b[i + 1] + a[i + 2] * b[i + 2];
     else if (T == 2) s += a[i] * b[i] + a[i + 1] * b[i + 1];
