@@ -468,6 +468,9 @@ inline void collide_pair(const Model &m, CollisionWork &w, int64_t k, int64_t g1
 
 // candidate k's contacts (its bounding spheres apart: none) appended to w.f, w.i: the filters here (inline in detect's
 // loops, most candidates stop at them), the rest in collide_pair
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
 inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
     const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];   // margin, gap, friction (5), solref, ...
