@@ -100,7 +100,7 @@ inline int sweep_axis(const Model &m, const CollisionWork &w) {
         double lo = INFINITY, hi = -INFINITY;
         for (int64_t k = 0; k < m.nsweep; k++) {
             double x = w.lo[size_t(3 * m.sweep_body[k] + a)];
-            lo = std::fmin(lo, x), hi = std::fmax(hi, x);
+            lo = x < lo ? x : lo, hi = x > hi ? x : hi;                 // fmin, fmax inline (a NaN x skipped as by them)
         }
         if (hi - lo > widest) widest = hi - lo, axis = a;
     }
@@ -425,12 +425,12 @@ inline bool may_touch(const Model &m, const CollisionWork &w, int64_t g1, int64_
     return segment_distance(c1, h1, c2, h2) - r1 - r2 <= bound;
 }
 
-// candidate k's contacts (its bounding spheres apart: none) appended to w.f, w.i
-inline void collide(const Model &m, CollisionWork &w, int64_t k) {
-    int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
-    const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];   // margin, gap, friction (5), solref, ...
+// candidate k's contacts past collide's filters appended to w.f, w.i (its narrow phase; out of detect's loops)
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+inline void collide_pair(const Model &m, CollisionWork &w, int64_t k, int64_t g1, int64_t g2, const double *param) {
     double margin = param[0], gap = param[1];
-    if (sphere_apart(m, w, g1, g2, margin + gap) || (m.cand_midphase[k] && boxes_apart(m, w, g1, g2, margin + gap))) return;
     Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
     if (!fn) return;                                                  // not a candidate collision.candidates makes
     w.found.clear();
@@ -464,6 +464,19 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
         w.i.push_back(m.cand_dim[k]), w.i.push_back(m.geom_bodyid[g1]), w.i.push_back(m.geom_bodyid[g2]);
         w.cand.push_back(k);
     }
+}
+
+// candidate k's contacts (its bounding spheres apart: none) appended to w.f, w.i: the filters here (inline in detect's
+// loops, most candidates stop at them), the rest in collide_pair
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+inline void collide(const Model &m, CollisionWork &w, int64_t k) {
+    int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
+    const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];   // margin, gap, friction (5), solref, ...
+    double margin = param[0], gap = param[1];
+    if (sphere_apart(m, w, g1, g2, margin + gap) || (m.cand_midphase[k] && boxes_apart(m, w, g1, g2, margin + gap))) return;
+    collide_pair(m, w, k, g1, g2, param);
 }
 
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:

@@ -145,8 +145,9 @@ struct ConstraintWork {
     Cones wcones;
     // the dual problem (dual_problem, solve_pgs): AR (nefc x nefc), b, 1 / AR's diagonal and its reciprocal (nefc), B = L^-T J^T
     // (nefc x nv) and the dofs [lo, hi) each of B's rows reaches; PGS's blocks (first row, dim), sweep order and the
-    // forces before the extrapolation and the sweep (nefc)
-    std::vector<double> dual_A, dual_b, dual_inv, dual_diag, dual_B, pgs_previous, pgs_momentum;
+    // forces before the extrapolation and the sweep, and one-row blocks' bounds (pgs_bounds) (nefc)
+    std::vector<double> dual_A, dual_b, dual_inv, dual_diag, dual_B, pgs_previous, pgs_momentum, pgs_lower,
+        pgs_upper;
     std::vector<int> dual_lo, dual_hi, pgs_first, pgs_dims, pgs_order;
     // an island's dofs gathered (solver.h's island_model): each dof's number in its island (nv), the island's M pattern
     // in its own numbers (rowadr, rownnz, colind, parent), and M on the tree's pattern, its factor and reciprocal

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -1167,36 +1168,56 @@ PHYSAI_SCALAR_LOADS inline double dot_mj(const double *a, const double *b, int n
     return s;
 }
 
-// dot_mj of arrays no store is about to overwrite (the dual problem's B): with GCC/Clang the four sums as two pairs
-// (s0, s1), (s2, s3) of a 2-wide vector (baseline SSE2), the same products and sums in the same order with half the
-// instructions (compiled workspace, not another algorithm). Not for the PGS sweep: its 16-byte loads would wait on the
-// 8-byte store of the force just updated (Gymnasium's Humanoid rollout measured 10% slower with them)
-#if defined(__GNUC__)
-typedef double DotPair __attribute__((vector_size(16)));
-inline DotPair dot_pair(const double *x) {                             // two entries, any alignment
-    DotPair v;
-    std::memcpy(&v, x, sizeof v);
-    return v;
+// L^T y = J_i^T for a column y of B (its nonzeros scattered, zero elsewhere below top) from the leaves, zeros skipped
+// (dual_problem's); the lowest dof it reaches (top: none)
+inline int column_solve(const Model &m, const double *LM, const double *LMinv, double *y, int top) {
+    int low = top;
+    for (int k = top - 1; k >= 0; k--) {
+        if (y[k] == 0.0) continue;
+        const double *Lk = LM + m.M_rowadr[k];
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        double x = y[k] * LMinv[k];
+        y[k] = x, low = k;
+        for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
+    }
+    return low;
 }
-inline double dot_mj_read(const double *a, const double *b, int n) {
-    DotPair s01 = {0.0, 0.0}, s23 = {0.0, 0.0};
-    int i = 0;
-    for (; i + 4 <= n; i += 4) s01 = s01 + dot_pair(a + i) * dot_pair(b + i), s23 = s23 + dot_pair(a + i + 2) * dot_pair(b + i + 2);
-    double s = (s01[0] + s23[0]) + (s01[1] + s23[1]);
-    if (n - i == 3) s += a[i] * b[i] + a[i + 1] * b[i + 1] + a[i + 2] * b[i + 2];
-    else if (n - i == 2) s += a[i] * b[i] + a[i + 1] * b[i + 1];
-    else if (n - i == 1) s += a[i] * b[i];
-    return s;
+
+// column_solve of four columns on the same columns of J (a group's rows): a dof where all four are nonzero updates them
+// together (each column's operations and order unchanged, the ancestors read once), else each alone as column_solve
+inline void column_solve4(const Model &m, const double *LM, const double *LMinv, double *const *y, int top, int *low) {
+    double *y0 = y[0], *y1 = y[1], *y2 = y[2], *y3 = y[3];
+    low[0] = low[1] = low[2] = low[3] = top;
+    for (int k = top - 1; k >= 0; k--) {
+        bool n0 = y0[k] != 0.0, n1 = y1[k] != 0.0, n2 = y2[k] != 0.0, n3 = y3[k] != 0.0;
+        if (!(n0 | n1 | n2 | n3)) continue;
+        const double *Lk = LM + m.M_rowadr[k];
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        if (n0 & n1 & n2 & n3) {
+            double x0 = y0[k] * LMinv[k], x1 = y1[k] * LMinv[k], x2 = y2[k] * LMinv[k], x3 = y3[k] * LMinv[k];
+            y0[k] = x0, y1[k] = x1, y2[k] = x2, y3[k] = x3, low[0] = low[1] = low[2] = low[3] = k;
+            for (int64_t s = 0; s < depth; s++) {
+                int64_t a = anc[s];
+                double L = Lk[s];
+                y0[a] = y0[a] - L * x0, y1[a] = y1[a] - L * x1, y2[a] = y2[a] - L * x2, y3[a] = y3[a] - L * x3;
+            }
+            continue;
+        }
+        for (int j = 0; j < 4; j++) {
+            double *yj = y[j];
+            if (yj[k] == 0.0) continue;
+            double x = yj[k] * LMinv[k];
+            yj[k] = x, low[j] = k;
+            for (int64_t s = 0; s < depth; s++) yj[anc[s]] = yj[anc[s]] - Lk[s] * x;
+        }
+    }
 }
-#else
-inline double dot_mj_read(const double *a, const double *b, int n) { return dot_mj(a, b, n); }
-#endif
 
 // a0 = M^-1 qfrc_smooth into w.qacc_smooth, A = J M^-1 J^T (nefc x nefc) and b = J a0 - aref of the dual problem, from
 // M's factor M = L^T L in w.d.qL, w.d.qLinv (_dual_problem; A in w.P's factor instead when the discrete step's metric
 // has couplings, w.coupled: its M_delassus): A = B^T B with B = L^-T J^T (MuJoCo's mj_solveM2 half
 // solve), each column of B solved from the leaves only over the dofs J's row reaches (its nonzeros and their
-// ancestors), and each product only over the dofs two columns share
+// ancestors), and each product only over the dofs two columns share (wide.h's gram_run: dot_mj's sums in one vector)
 inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
@@ -1207,32 +1228,25 @@ inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> 
     const size_t N = static_cast<size_t>(n);
     std::vector<double> &B = w.dual_B;
     std::vector<int> &lo = w.dual_lo, &hi = w.dual_hi;                 // the dofs column i of B reaches: [lo, hi)
-    B.assign(N * static_cast<size_t>(nv), 0.0), lo.resize(N), hi.resize(N);
+    B.resize(N * static_cast<size_t>(nv)), lo.resize(N), hi.resize(N);
     A.resize(N * N), b.assign(N, 0.0);                                 // every entry of A written below
-    for (int i = 0; i < n; i++) {                                      // L^T B_i = J_i^T, zeros skipped
+    auto scatter = [&](int i, int top) {                               // column i: J_i^T, zero elsewhere below top
         double *y = B.data() + size_t(i) * nv;
+        std::fill(y, y + top, 0.0);                                    // only [0, top) is read, below and by gram_run
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[r.cols[size_t(k)]] = r.val[size_t(k)];
+        hi[size_t(i)] = top;
+        return y;
+    };
+    for_each_group(r, [&](int i, int e, int nc, const int *cols) {    // L^T B_i = J_i^T, a group's rows four at a time
         int top = 0;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) {
-            y[r.cols[size_t(k)]] = r.val[size_t(k)];
-            top = std::max(top, r.cols[size_t(k)] + 1);
+        for (int k = 0; k < nc; k++) top = std::max(top, cols[k] + 1);
+        for (; i + 4 <= e; i += 4) {
+            double *y[4] = {scatter(i, top), scatter(i + 1, top), scatter(i + 2, top), scatter(i + 3, top)};
+            column_solve4(m, LM, LMinv, y, top, lo.data() + i);
         }
-        int low = top;
-        for (int k = top - 1; k >= 0; k--) {
-            if (y[k] == 0.0) continue;
-            const double *Lk = LM + m.M_rowadr[k];
-            const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-            double x = y[k] * LMinv[k];
-            y[k] = x, low = k;
-            for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
-        }
-        lo[size_t(i)] = low, hi[size_t(i)] = top;
-    }
-    for (int i = 0; i < n; i++)                                        // A_ik = A_ki = B_i . B_k
-        for (int k = 0; k <= i; k++) {
-            int a = std::max(lo[size_t(i)], lo[size_t(k)]), e = std::min(hi[size_t(i)], hi[size_t(k)]);
-            double s = a < e ? dot_mj_read(B.data() + size_t(i) * nv + a, B.data() + size_t(k) * nv + a, e - a) : 0.0;
-            A[size_t(i) * n + k] = A[size_t(k) * n + i] = s;
-        }
+        for (; i < e; i++) lo[size_t(i)] = column_solve(m, LM, LMinv, scatter(i, top), top);
+    });
+    gram_runs()(B.data(), lo.data(), hi.data(), n, nv, A.data());    // A_ik = A_ki = B_i . B_k
     rows_times(r, w.qacc_smooth.data(), b.data());
     for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
 }
@@ -1455,6 +1469,57 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, con
     return improvement;
 }
 
+// dot_mj of n = n4 + T entries (n4 a multiple of 4, T = 0 .. 3 known): the same sums without the tail's tests (four
+// entries a turn: eight measured more instructions at the Humanoid's 12 to 20 rows)
+template <int T> PHYSAI_SCALAR_LOADS inline double dot_mj_tail(const double *a, const double *b, int n4) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int i = 0;
+    for (; i < n4; i += 4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
+    double s = (s0 + s2) + (s1 + s3);
+    if (T == 3) s += a[i] * b[i] + a[i + 1] * b[i + 1] + a[i + 2] * b[i + 2];
+    else if (T == 2) s += a[i] * b[i] + a[i + 1] * b[i + 1];
+    else if (T == 1) s += a[i] * b[i];
+    return s;
+}
+
+// pgs_sweep when every block is one row (no elliptic contact: block k is row k), each row's projection as its bounds
+// [lower, upper] (pgs_bounds), the same operations on each row as pgs_sweep's; T = n % 4 (pgs_sweep_rows below)
+template <int T>
+PHYSAI_SCALAR_LOADS inline double pgs_sweep_rows_t(int n, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
+                                                   const double *lower, const double *upper, double *force, const int *order) {
+    double improvement = 0.0;
+    const int n4 = n - T;
+    for (int o = 0; o < n; o++) {
+        int i = order[o];
+        double res = b[i] + dot_mj_tail<T>(AR + size_t(i) * size_t(n), force, n4), old = force[i];   // the residual AR f + b
+        double f = std::min(std::max(old - res * ARinv[i], lower[i]), upper[i]);
+        double delta = f - old;                                        // the cost's change, undone when positive
+        double change = 0.5 * delta * delta * ARdiag[i] + delta * res;
+        if (change > 1e-10) f = old, change = 0.0;
+        force[i] = f;
+        improvement -= change;
+    }
+    return improvement;
+}
+inline double pgs_sweep_rows(int n, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
+                             const double *lower, const double *upper, double *force, const int *order) {
+    switch (n & 3) {
+    case 0: return pgs_sweep_rows_t<0>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+    case 1: return pgs_sweep_rows_t<1>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+    case 2: return pgs_sweep_rows_t<2>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+    default: return pgs_sweep_rows_t<3>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+    }
+}
+
+// each one-row block's projection (project_cone's) as bounds: -inf, inf for equalities, +-frictionloss, 0, inf for limits
+// and pyramidal contacts (min(max(f, lower), upper): the same number as project_cone's branch)
+inline void pgs_bounds(const Rows &r, std::vector<double> &lower, std::vector<double> &upper) {
+    const double inf = std::numeric_limits<double>::infinity();
+    lower.assign(size_t(r.nefc), 0.0), upper.assign(size_t(r.nefc), inf);
+    for (int i = 0; i < r.ne; i++) lower[size_t(i)] = -inf;
+    for (int i = r.ne; i < r.ne + r.nf; i++) lower[size_t(i)] = -r.frictionloss[size_t(i)], upper[size_t(i)] = r.frictionloss[size_t(i)];
+}
+
 // MuJoCo's efc_state of dual forces (dualState): friction loss at a bound linear (of the opposite sign to the
 // primal's), limits and pyramidal rows quadratic when pushing, elliptic contacts by the zone of (f_n / mu, f_t / friction)
 inline void dual_state(const Rows &r, const double *force, const std::vector<int> &first, const std::vector<int> &dims,
@@ -1557,24 +1622,32 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     uint64_t rng = 0;                                                  // MuJoCo's seed: state 0, one draw
     pcg32(rng);
     const bool kept = first.size() <= PGS_KEPT_BLOCKS;                 // the orders kept (pgs_order_at), else drawn here
-    std::vector<double> &previous = w.pgs_previous, &momentum = w.pgs_momentum;
+    const bool rows = first.size() == N;                               // every block one row: pgs_sweep_rows
+    std::vector<double> &previous = w.pgs_previous, &momentum = w.pgs_momentum, &lower = w.pgs_lower, &upper = w.pgs_upper;
     previous.assign(force, force + n), momentum.resize(N);
+    if (rows) pgs_bounds(r, lower, upper);
     int64_t k = 0, it = 0;
     double improvement = 0.0;
     while (it < iterations) {
         // Nesterov: f += beta (f - f_prev), projected; f_prev the value before
         double beta = it > 0 ? double(k - 1) / double(k + 2) : 0.0;
-        if (beta > 0) {
+        if (beta > 0 && rows) {                                        // one pass: extrapolated, projected, kept
+            for (int i = 0; i < n; i++) {
+                double saved = force[i], f = saved + beta * (saved - previous[size_t(i)]);
+                f = std::min(std::max(f, lower[size_t(i)]), upper[size_t(i)]);
+                previous[size_t(i)] = saved, force[i] = f, momentum[size_t(i)] = f;
+            }
+        } else if (beta > 0) {
             for (int i = 0; i < n; i++) {
                 double saved = force[i];
                 force[i] += beta * (force[i] - previous[size_t(i)]);
                 previous[size_t(i)] = saved;
             }
             project_cone(r, force, first, dims);
+            std::copy(force, force + n, momentum.begin());
         } else {
-            std::copy(force, force + n, previous.begin());
+            for (int i = 0; i < n; i++) previous[size_t(i)] = momentum[size_t(i)] = force[i];
         }
-        std::copy(force, force + n, momentum.begin());
         const int *visit;                                              // this iteration's order of the blocks
         if (kept && it < PGS_KEPT_ITERATIONS) {
             visit = pgs_order_at(w, first.size(), it);
@@ -1586,7 +1659,9 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
             shuffle(order, rng, w.pgs_magic);
             visit = order.data();
         }
-        improvement = scale * pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), force, first, dims, visit);
+        improvement = scale * (rows ? pgs_sweep_rows(n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(), upper.data(),
+                                                     force, visit)
+                                    : pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), force, first, dims, visit));
         // restart when the sweep's correction opposes the extrapolation
         double opposed = 0.0;
         for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);

@@ -160,3 +160,49 @@ __attribute__((always_inline)) inline void subtract_sources(const SubtractRows (
 
 }  // namespace
 }  // namespace physai
+
+// ---------------------------------------------------------------- the dual problem's A = B^T B (cpp/solver.h's dual_problem)
+namespace physai {
+namespace {
+
+// A_ik = A_ki = B_i . B_k for n rows B_i of B (nv apart), each over the dofs both reach ([lo, hi) of each; 0.0 when none)
+// in mju_dot's order: the four running sums (s0, s1, s2, s3) as one vector of four, (s0 + s2) + (s1 + s3), then the last
+// one to three entries added together; compiled plain (two SSE2 pairs) and for AVX2 (one vector): no FMA, the same results
+typedef double GramSums __attribute__((vector_size(32)));
+__attribute__((always_inline)) inline void gram_run(const double *B, const int *lo, const int *hi, int n, int nv, double *A) {
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k <= i; k++) {
+            int a = std::max(lo[i], lo[k]), e = std::min(hi[i], hi[k]);
+            double s = 0.0;
+            if (a < e) {
+                const double *x = B + size_t(i) * size_t(nv) + a, *y = B + size_t(k) * size_t(nv) + a;
+                int len = e - a, j = 0;
+                GramSums acc = {0.0, 0.0, 0.0, 0.0};
+                for (; j + 4 <= len; j += 4) {
+                    GramSums u, v;
+                    std::memcpy(&u, x + j, sizeof u), std::memcpy(&v, y + j, sizeof v);
+                    acc = acc + u * v;
+                }
+                s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+                if (len - j == 3) s += x[j] * y[j] + x[j + 1] * y[j + 1] + x[j + 2] * y[j + 2];
+                else if (len - j == 2) s += x[j] * y[j] + x[j + 1] * y[j + 1];
+                else if (len - j == 1) s += x[j] * y[j];
+            }
+            A[size_t(i) * size_t(n) + size_t(k)] = A[size_t(k) * size_t(n) + size_t(i)] = s;
+        }
+}
+using GramRun = void (*)(const double *, const int *, const int *, int, int, double *);
+inline void gram_plain(const double *B, const int *lo, const int *hi, int n, int nv, double *A) { gram_run(B, lo, hi, n, nv, A); }
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+__attribute__((target("avx2"))) inline void gram_avx2(const double *B, const int *lo, const int *hi, int n, int nv, double *A) {
+    gram_run(B, lo, hi, n, nv, A);
+}
+#else
+inline void gram_avx2(const double *B, const int *lo, const int *hi, int n, int nv, double *A) { gram_run(B, lo, hi, n, nv, A); }
+#endif
+
+// gram_run for the active instruction set (AVX-512's the AVX2 one: four sums fill one 256-bit vector)
+inline GramRun gram_runs() { return wide_isa() == 0 ? gram_plain : gram_avx2; }
+
+}  // namespace
+}  // namespace physai
