@@ -1,12 +1,14 @@
 // Row kernels compiled plain, for AVX2 and for AVX-512, chosen at run time by the active instruction set (cpp/kernels.h's
 // active_isa: the CPU's best, or PHYSAI_ISA): the same operations on each entry in wider vectors, no FMA, the same
-// results. Used by the sparse Cholesky and rank-1 updates of cpp/solver.h, forward.h's lu_apply and step_derivative.h:
+// results. Used by the sparse Cholesky, rank-1 updates and dual problem of cpp/solver.h, forward.h's lu_apply and
+// step_derivative.h:
 //
 //     subtract_rows<G, K>   y_g -= a_kg x_k for G rows and K sources (subtract_rows_set: a table by K and G)
 //     subtract_sources      y -= sum_k a_k x_k over any count of sources, kMaxSources at a time
 //     rotate_run            a rank-1 update's row (rotate_runs)
 //     axpy_run              y -= L t (axpy_runs)
 //     divide_run            L = w / d, w = 0 (divide_runs)
+//     gram_run              A = B^T B over the dofs each two rows share, in mju_dot's order (gram_runs; solver.h's dual_problem)
 #pragma once
 
 #include <algorithm>
@@ -157,13 +159,6 @@ __attribute__((always_inline)) inline void subtract_sources(const SubtractRows (
         else subtract_rows<1, 1>(&y, xs, a + k0, n);
     }
 }
-
-}  // namespace
-}  // namespace physai
-
-// ---------------------------------------------------------------- the dual problem's A = B^T B (cpp/solver.h's dual_problem)
-namespace physai {
-namespace {
 
 // A_ik = A_ki = B_i . B_k for n rows B_i of B (nv apart), each over the dofs both reach ([lo, hi) of each; 0.0 when none)
 // in mju_dot's order: the four running sums (s0, s1, s2, s3) as one vector of four, (s0 + s2) + (s1 + s3), then the last
