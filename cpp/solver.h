@@ -1168,32 +1168,36 @@ PHYSAI_SCALAR_LOADS inline double dot_mj(const double *a, const double *b, int n
     return s;
 }
 
+// dof k's step of L^T y = J_i^T from the leaves (column_solve's, column_solve4's): y_k scaled by 1 / L_kk, then taken
+// times L_k from its ancestors' entries
+inline void column_step(const Model &m, const double *LM, const double *LMinv, double *y, int k) {
+    const double *Lk = LM + m.M_rowadr[k];
+    const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+    double x = y[k] * LMinv[k];
+    y[k] = x;
+    for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
+}
+
 // L^T y = J_i^T for a column y of B (its nonzeros scattered, zero elsewhere below top) from the leaves, zeros skipped
 // (dual_problem's); the lowest dof it reaches (top: none)
 inline int column_solve(const Model &m, const double *LM, const double *LMinv, double *y, int top) {
     int low = top;
-    for (int k = top - 1; k >= 0; k--) {
-        if (y[k] == 0.0) continue;
-        const double *Lk = LM + m.M_rowadr[k];
-        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-        double x = y[k] * LMinv[k];
-        y[k] = x, low = k;
-        for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
-    }
+    for (int k = top - 1; k >= 0; k--)
+        if (y[k] != 0.0) column_step(m, LM, LMinv, y, k), low = k;
     return low;
 }
 
 // column_solve of four columns on the same columns of J (a group's rows): a dof where all four are nonzero updates them
-// together (each column's operations and order unchanged, the ancestors read once), else each alone as column_solve
+// together (each column's operations and order unchanged, the ancestors read once), else each alone (column_step)
 inline void column_solve4(const Model &m, const double *LM, const double *LMinv, double *const *y, int top, int *low) {
     double *y0 = y[0], *y1 = y[1], *y2 = y[2], *y3 = y[3];
     low[0] = low[1] = low[2] = low[3] = top;
     for (int k = top - 1; k >= 0; k--) {
         bool n0 = y0[k] != 0.0, n1 = y1[k] != 0.0, n2 = y2[k] != 0.0, n3 = y3[k] != 0.0;
         if (!(n0 | n1 | n2 | n3)) continue;
-        const double *Lk = LM + m.M_rowadr[k];
-        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         if (n0 & n1 & n2 & n3) {
+            const double *Lk = LM + m.M_rowadr[k];
+            const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
             double x0 = y0[k] * LMinv[k], x1 = y1[k] * LMinv[k], x2 = y2[k] * LMinv[k], x3 = y3[k] * LMinv[k];
             y0[k] = x0, y1[k] = x1, y2[k] = x2, y3[k] = x3, low[0] = low[1] = low[2] = low[3] = k;
             for (int64_t s = 0; s < depth; s++) {
@@ -1203,13 +1207,8 @@ inline void column_solve4(const Model &m, const double *LM, const double *LMinv,
             }
             continue;
         }
-        for (int j = 0; j < 4; j++) {
-            double *yj = y[j];
-            if (yj[k] == 0.0) continue;
-            double x = yj[k] * LMinv[k];
-            yj[k] = x, low[j] = k;
-            for (int64_t s = 0; s < depth; s++) yj[anc[s]] = yj[anc[s]] - Lk[s] * x;
-        }
+        for (int j = 0; j < 4; j++)
+            if (y[j][k] != 0.0) column_step(m, LM, LMinv, y[j], k), low[j] = k;
     }
 }
 
@@ -1217,8 +1216,10 @@ inline void column_solve4(const Model &m, const double *LM, const double *LMinv,
 // M's factor M = L^T L in w.d.qL, w.d.qLinv (_dual_problem; A in w.P's factor instead when the discrete step's metric
 // has couplings, w.coupled: its M_delassus): A = B^T B with B = L^-T J^T (MuJoCo's mj_solveM2 half
 // solve), each column of B solved from the leaves only over the dofs J's row reaches (its nonzeros and their
-// ancestors), and each product only over the dofs two columns share (wide.h's gram_run: dot_mj's sums in one vector)
-inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b) {
+// ancestors), and each product only over the dofs two columns share (wide.h's gram_run: dot_mj's sums in one vector;
+// gram: the active instruction set's, gram_runs)
+inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b,
+                         GramRun gram = gram_runs()) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
@@ -1246,7 +1247,7 @@ inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> 
         }
         for (; i < e; i++) lo[size_t(i)] = column_solve(m, LM, LMinv, scatter(i, top), top);
     });
-    gram_runs()(B.data(), lo.data(), hi.data(), n, nv, A.data());    // A_ik = A_ki = B_i . B_k
+    gram(B.data(), lo.data(), hi.data(), n, nv, A.data());            // A_ik = A_ki = B_i . B_k
     rows_times(r, w.qacc_smooth.data(), b.data());
     for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
 }
@@ -1421,33 +1422,33 @@ inline void pgs_elliptic(const Rows &r, double *force, int i, int dim, const dou
     std::copy(v, v + n, force + i + 1);
 }
 
+// a one-row block's update from its residual res = (AR f + b)_i and force old: f = old - res / AR_ii into [lower,
+// upper] (pgs_bounds: project_cone's number), or old when the cost's change 1/2 delta^2 AR_ii + delta res is above 1e-10;
+// returns the change (0 when kept), f into f (pgs_sweep's and pgs_sweep_rows' one step)
+__attribute__((always_inline)) inline double pgs_row(double res, double old, double ARinv, double ARdiag, double lower,
+                                                     double upper, double &f) {
+    f = std::min(std::max(old - res * ARinv, lower), upper);
+    double delta = f - old;
+    double change = 0.5 * delta * delta * ARdiag + delta * res;
+    if (change > 1e-10) f = old, change = 0.0;
+    return change;
+}
+
 // one Gauss-Seidel sweep over the blocks in `order` (a permutation of the blocks), each minimising 1/2 f^T AR f + f^T b over its own forces and
 // projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. ARdiag: 1 / ARinv, made once
-// per solve (the cost's change of a row). Returns the improvement
+// per solve (the cost's change of a row); lower, upper: the one-row blocks' bounds (pgs_bounds). Returns the improvement
 PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
-                        double *force, const std::vector<int> &first, const std::vector<int> &dims, const int *order) {
-    int n = r.nefc, ne = r.ne, nef = r.ne + r.nf;
+                                            const double *lower, const double *upper, double *force,
+                                            const std::vector<int> &first, const std::vector<int> &dims, const int *order) {
+    int n = r.nefc;
     double improvement = 0.0;
     for (size_t o = 0; o < first.size(); o++) {
         int k = order[o], i = first[size_t(k)], dim = dims[size_t(k)];
         double res[6], old[6], A[36];
-        if (dim == 1) {                                                // one row: f -= res / AR_ii, then clamped
-            res[0] = b[i] + dot_mj(AR + size_t(i) * n, force, n);      // the residual AR f + b
-            old[0] = force[i];
-            force[i] -= res[0] * ARinv[i];
-            if (i >= ne && i < nef) {
-                double fl = r.frictionloss[size_t(i)];
-                force[i] = std::min(std::max(force[i], -fl), fl);
-            } else if (i >= nef) {
-                force[i] = std::max(force[i], 0.0);
-            }
-            double delta = force[i] - old[0];                          // the cost's change, undone when positive
-            double change = 0.5 * delta * delta * ARdiag[i] + delta * res[0];
-            if (change > 1e-10) {
-                force[i] = old[0];
-                change = 0.0;
-            }
-            improvement -= change;
+        if (dim == 1) {                                                // one row (pgs_row), its residual AR f + b
+            double f;
+            improvement -= pgs_row(b[i] + dot_mj(AR + size_t(i) * n, force, n), force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);
+            force[i] = f;
             continue;
         }
         for (int j = 0; j < dim; j++) res[j] = b[i + j] + dot_mj(AR + size_t(i + j) * n, force, n);   // the residual AR f + b
@@ -1491,18 +1492,64 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep_rows_t(int n, const double *AR, cons
     const int n4 = n - T;
     for (int o = 0; o < n; o++) {
         int i = order[o];
-        double res = b[i] + dot_mj_tail<T>(AR + size_t(i) * size_t(n), force, n4), old = force[i];   // the residual AR f + b
-        double f = std::min(std::max(old - res * ARinv[i], lower[i]), upper[i]);
-        double delta = f - old;                                        // the cost's change, undone when positive
-        double change = 0.5 * delta * delta * ARdiag[i] + delta * res;
-        if (change > 1e-10) f = old, change = 0.0;
+        double res = b[i] + dot_mj_tail<T>(AR + size_t(i) * size_t(n), force, n4), f;   // the residual AR f + b
+        improvement -= pgs_row(res, force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);
         force[i] = f;
-        improvement -= change;
     }
     return improvement;
 }
-inline double pgs_sweep_rows(int n, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+// pgs_sweep_rows_t with the residual's four sums in one 4-wide vector (wide.h's gram_run: dot_mj's order) and a force of
+// the rows' whole quads [0, n4) stored with its quad (one 32-byte store, which the next rows' 32-byte loads take
+// directly; under an 8-byte store they would wait for it to retire); compiled for AVX2 (no FMA: the same results)
+template <int T>
+__attribute__((target("avx2"))) PHYSAI_SCALAR_LOADS double pgs_sweep_rows_avx2(int n, const double *AR, const double *ARinv, const double *ARdiag,
+                                                                               const double *b, const double *lower, const double *upper,
+                                                                               double *force, const int *order) {
+    double improvement = 0.0;
+    const int n4 = n - T;
+    const GramSums lane = {0.0, 1.0, 2.0, 3.0};
+    for (int o = 0; o < n; o++) {
+        int i = order[o];
+        const double *a = AR + size_t(i) * size_t(n), *x = force + n4;
+        GramSums acc = {0.0, 0.0, 0.0, 0.0};
+        for (int j = 0; j < n4; j += 4) {
+            GramSums u, v;
+            std::memcpy(&u, a + j, sizeof u), std::memcpy(&v, force + j, sizeof v);
+            acc = acc + u * v;
+        }
+        double s = (acc[0] + acc[2]) + (acc[1] + acc[3]), f;
+        a += n4;
+        if (T == 3) s += a[0] * x[0] + a[1] * x[1] + a[2] * x[2];
+        else if (T == 2) s += a[0] * x[0] + a[1] * x[1];
+        else if (T == 1) s += a[0] * x[0];
+        improvement -= pgs_row(b[i] + s, force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);   // the residual AR f + b
+        if (i < n4) {                                                  // f into its quad, stored whole
+            GramSums q, fv = {f, f, f, f};
+            std::memcpy(&q, force + (i & ~3), sizeof q);
+            q = lane == double(i & 3) ? fv : q;
+            std::memcpy(force + (i & ~3), &q, sizeof q);
+        } else {
+            force[i] = f;
+        }
+    }
+    return improvement;
+}
+#endif
+
+// pgs_sweep_rows_t for n % 4, in 4-wide vectors when wide (pgs_sweep_rows_avx2: wide.h's active instruction set not plain)
+inline double pgs_sweep_rows(bool wide, int n, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
                              const double *lower, const double *upper, double *force, const int *order) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+    if (wide) switch (n & 3) {
+        case 0: return pgs_sweep_rows_avx2<0>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+        case 1: return pgs_sweep_rows_avx2<1>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+        case 2: return pgs_sweep_rows_avx2<2>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+        default: return pgs_sweep_rows_avx2<3>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
+        }
+#else
+    (void)wide;
+#endif
     switch (n & 3) {
     case 0: return pgs_sweep_rows_t<0>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
     case 1: return pgs_sweep_rows_t<1>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
@@ -1550,11 +1597,10 @@ inline void dual_state(const Rows &r, const double *force, const std::vector<int
 constexpr size_t PGS_KEPT_BLOCKS = 64;
 constexpr int64_t PGS_KEPT_ITERATIONS = 128;
 
-// iteration it's visiting order of nb blocks (nb <= PGS_KEPT_BLOCKS, it < PGS_KEPT_ITERATIONS): the shuffle's orders
-// depend on nb and the iteration alone (every solve starts from the identity and PCG32's state 0), so they are made
-// once per workspace and kept (ConstraintWork::pgs_orders: the same orders as shuffling every iteration, without the
-// draws); magic: mod_magics' for nb
-inline const int *pgs_order_at(ConstraintWork &w, size_t nb, int64_t it) {
+// the visiting orders of nb blocks (nb <= PGS_KEPT_BLOCKS) kept in w (pgs_order_at): the shuffle's orders depend on nb and
+// the iteration alone (every solve starts from the identity and PCG32's state 0), so they are made once per workspace
+// and kept (ConstraintWork::pgs_orders: the same orders as shuffling every iteration, without the draws)
+inline ConstraintWork::PgsOrders &pgs_orders_of(ConstraintWork &w, size_t nb) {
     if (w.pgs_orders.size() <= nb) w.pgs_orders.resize(nb + 1);
     ConstraintWork::PgsOrders &kept = w.pgs_orders[nb];
     if (kept.current.size() != nb) {                                   // first use: the identity, MuJoCo's seed
@@ -1563,8 +1609,14 @@ inline const int *pgs_order_at(ConstraintWork &w, size_t nb, int64_t it) {
         kept.rng = 0, kept.made = 0, kept.orders.clear();
         pcg32(kept.rng);
     }
+    return kept;
+}
+
+// iteration it's visiting order (it < PGS_KEPT_ITERATIONS) of kept's nb blocks, made when first asked for; magic:
+// mod_magics' for nb
+inline const int *pgs_order_at(ConstraintWork::PgsOrders &kept, size_t nb, int64_t it, const std::vector<uint64_t> &magic) {
     for (; kept.made <= it; kept.made++) {
-        shuffle(kept.current, kept.rng, w.pgs_magic);
+        shuffle(kept.current, kept.rng, magic);
         kept.orders.insert(kept.orders.end(), kept.current.begin(), kept.current.end());
     }
     return kept.orders.data() + size_t(it) * nb;
@@ -1586,7 +1638,8 @@ inline void pgs_start(ConstraintWork &w, const std::vector<double> &AR, const st
     for (int i = 0; i < n; i++) w.jar[size_t(i)] -= r.aref[size_t(i)];
     update(r, w.jar.data(), force, w.wstate.data(), nullptr);
     double cost = dot(force, b.data(), n);
-    for (int i = 0; i < n; i++) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
+    for (int i = 0; i < n; i++)                                        // a zero force's term is +-0: cost > 0 as with it
+        if (force[i] != 0.0) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
     if (!chosen && cost > 0) std::fill(force, force + n, 0.0);
 }
 
@@ -1607,7 +1660,8 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     const size_t N = static_cast<size_t>(n);
     std::vector<double> &AR = w.dual_A, &b = w.dual_b, &ARinv = w.dual_inv, &ARdiag = w.dual_diag;   // kept in w: no
     ARinv.resize(N), ARdiag.resize(N);                                                                // allocation per call
-    dual_problem(m, w, AR, b);
+    const int isa = wide_isa();                                        // the row kernels' instruction set, once
+    dual_problem(m, w, AR, b, isa == 0 ? gram_plain : gram_avx2);
     for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += r.R[size_t(i)], ARinv[size_t(i)] = 1.0 / AR[size_t(i) * (n + 1)];
     for (int i = 0; i < n; i++) ARdiag[size_t(i)] = 1.0 / ARinv[size_t(i)];   // MuJoCo's 1 / ARinv (costChange's A), once
     double *force = w.force.data();
@@ -1616,55 +1670,56 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     std::vector<int> &first = w.pgs_first, &dims = w.pgs_dims, &order = w.pgs_order;
     pgs_blocks(r, first, dims);
-    order.resize(first.size());
-    for (size_t k = 0; k < first.size(); k++) order[k] = int(k);
-    mod_magics(w.pgs_magic, first.size());                             // the shuffle's moduli 1 .. nblocks
+    const size_t nb = first.size();
+    order.resize(nb);
+    for (size_t k = 0; k < nb; k++) order[k] = int(k);
+    mod_magics(w.pgs_magic, nb);                                       // the shuffle's moduli 1 .. nblocks
     uint64_t rng = 0;                                                  // MuJoCo's seed: state 0, one draw
     pcg32(rng);
-    const bool kept = first.size() <= PGS_KEPT_BLOCKS;                 // the orders kept (pgs_order_at), else drawn here
-    const bool rows = first.size() == N;                               // every block one row: pgs_sweep_rows
+    ConstraintWork::PgsOrders *kept = nb <= PGS_KEPT_BLOCKS ? &pgs_orders_of(w, nb) : nullptr;   // else drawn here
+    const bool rows = nb == N;                                         // every block one row: pgs_sweep_rows
     std::vector<double> &previous = w.pgs_previous, &momentum = w.pgs_momentum, &lower = w.pgs_lower, &upper = w.pgs_upper;
     previous.assign(force, force + n), momentum.resize(N);
-    if (rows) pgs_bounds(r, lower, upper);
+    pgs_bounds(r, lower, upper);
     int64_t k = 0, it = 0;
     double improvement = 0.0;
     while (it < iterations) {
-        // Nesterov: f += beta (f - f_prev), projected; f_prev the value before
+        // Nesterov: f += beta (f - f_prev), projected (momentum); f_prev the value before
         double beta = it > 0 ? double(k - 1) / double(k + 2) : 0.0;
+        auto extrapolated = [&](int i) {                               // f_i + beta (f_i - f_prev_i), f_prev_i <- f_i
+            double saved = force[i], f = saved + beta * (saved - previous[size_t(i)]);
+            previous[size_t(i)] = saved;
+            return f;
+        };
         if (beta > 0 && rows) {                                        // one pass: extrapolated, projected, kept
             for (int i = 0; i < n; i++) {
-                double saved = force[i], f = saved + beta * (saved - previous[size_t(i)]);
-                f = std::min(std::max(f, lower[size_t(i)]), upper[size_t(i)]);
-                previous[size_t(i)] = saved, force[i] = f, momentum[size_t(i)] = f;
+                double f = std::min(std::max(extrapolated(i), lower[size_t(i)]), upper[size_t(i)]);
+                force[i] = f, momentum[size_t(i)] = f;
             }
         } else if (beta > 0) {
-            for (int i = 0; i < n; i++) {
-                double saved = force[i];
-                force[i] += beta * (force[i] - previous[size_t(i)]);
-                previous[size_t(i)] = saved;
-            }
+            for (int i = 0; i < n; i++) force[i] = extrapolated(i);
             project_cone(r, force, first, dims);
             std::copy(force, force + n, momentum.begin());
-        } else {
-            for (int i = 0; i < n; i++) previous[size_t(i)] = momentum[size_t(i)] = force[i];
+        } else {                                                       // momentum = f_prev = f: no restart test below
+            std::copy(force, force + n, previous.begin());
         }
         const int *visit;                                              // this iteration's order of the blocks
         if (kept && it < PGS_KEPT_ITERATIONS) {
-            visit = pgs_order_at(w, first.size(), it);
+            visit = pgs_order_at(*kept, nb, it, w.pgs_magic);
         } else {
-            if (kept && it == PGS_KEPT_ITERATIONS) {                   // on from the last kept order
-                const ConstraintWork::PgsOrders &last = w.pgs_orders[first.size()];
-                order.assign(last.current.begin(), last.current.end()), rng = last.rng;
-            }
+            if (kept && it == PGS_KEPT_ITERATIONS)                     // on from the last kept order
+                order.assign(kept->current.begin(), kept->current.end()), rng = kept->rng;
             shuffle(order, rng, w.pgs_magic);
             visit = order.data();
         }
-        improvement = scale * (rows ? pgs_sweep_rows(n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(), upper.data(),
-                                                     force, visit)
-                                    : pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), force, first, dims, visit));
-        // restart when the sweep's correction opposes the extrapolation
+        improvement = scale * (rows ? pgs_sweep_rows(isa != 0, n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(),
+                                                     upper.data(), force, visit)
+                                    : pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(), upper.data(),
+                                                force, first, dims, visit));
+        // restart when the sweep's correction opposes the extrapolation (none without one: each term (f - m) 0, never < 0)
         double opposed = 0.0;
-        for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);
+        if (beta > 0)
+            for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);
         k = it > 0 && opposed < 0 ? 0 : k + 1;
         it++;
         if (improvement < tolerance) break;
