@@ -1216,10 +1216,8 @@ inline void column_solve4(const Model &m, const double *LM, const double *LMinv,
 // M's factor M = L^T L in w.d.qL, w.d.qLinv (_dual_problem; A in w.P's factor instead when the discrete step's metric
 // has couplings, w.coupled: its M_delassus): A = B^T B with B = L^-T J^T (MuJoCo's mj_solveM2 half
 // solve), each column of B solved from the leaves only over the dofs J's row reaches (its nonzeros and their
-// ancestors), and each product only over the dofs two columns share (wide.h's gram_run: dot_mj's sums in one vector;
-// gram: the active instruction set's, gram_runs)
-inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b,
-                         GramRun gram = gram_runs()) {
+// ancestors), and each product only over the dofs two columns share (wide.h's gram_run: dot_mj's sums in one vector)
+inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
@@ -1247,7 +1245,7 @@ inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> 
         }
         for (; i < e; i++) lo[size_t(i)] = column_solve(m, LM, LMinv, scatter(i, top), top);
     });
-    gram(B.data(), lo.data(), hi.data(), n, nv, A.data());            // A_ik = A_ki = B_i . B_k
+    gram_runs()(B.data(), lo.data(), hi.data(), n, nv, A.data());    // A_ik = A_ki = B_i . B_k
     rows_times(r, w.qacc_smooth.data(), b.data());
     for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
 }
@@ -1498,58 +1496,8 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep_rows_t(int n, const double *AR, cons
     }
     return improvement;
 }
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-// pgs_sweep_rows_t with the residual's four sums in one 4-wide vector (wide.h's gram_run: dot_mj's order) and a force of
-// the rows' whole quads [0, n4) stored with its quad (one 32-byte store, which the next rows' 32-byte loads take
-// directly; under an 8-byte store they would wait for it to retire); compiled for AVX2 (no FMA: the same results)
-template <int T>
-__attribute__((target("avx2"))) PHYSAI_SCALAR_LOADS double pgs_sweep_rows_avx2(int n, const double *AR, const double *ARinv, const double *ARdiag,
-                                                                               const double *b, const double *lower, const double *upper,
-                                                                               double *force, const int *order) {
-    double improvement = 0.0;
-    const int n4 = n - T;
-    const GramSums lane = {0.0, 1.0, 2.0, 3.0};
-    for (int o = 0; o < n; o++) {
-        int i = order[o];
-        const double *a = AR + size_t(i) * size_t(n), *x = force + n4;
-        GramSums acc = {0.0, 0.0, 0.0, 0.0};
-        for (int j = 0; j < n4; j += 4) {
-            GramSums u, v;
-            std::memcpy(&u, a + j, sizeof u), std::memcpy(&v, force + j, sizeof v);
-            acc = acc + u * v;
-        }
-        double s = (acc[0] + acc[2]) + (acc[1] + acc[3]), f;
-        a += n4;
-        if (T == 3) s += a[0] * x[0] + a[1] * x[1] + a[2] * x[2];
-        else if (T == 2) s += a[0] * x[0] + a[1] * x[1];
-        else if (T == 1) s += a[0] * x[0];
-        improvement -= pgs_row(b[i] + s, force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);   // the residual AR f + b
-        if (i < n4) {                                                  // f into its quad, stored whole
-            GramSums q, fv = {f, f, f, f};
-            std::memcpy(&q, force + (i & ~3), sizeof q);
-            q = lane == double(i & 3) ? fv : q;
-            std::memcpy(force + (i & ~3), &q, sizeof q);
-        } else {
-            force[i] = f;
-        }
-    }
-    return improvement;
-}
-#endif
-
-// pgs_sweep_rows_t for n % 4, in 4-wide vectors when wide (pgs_sweep_rows_avx2: wide.h's active instruction set not plain)
-inline double pgs_sweep_rows(bool wide, int n, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
+inline double pgs_sweep_rows(int n, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
                              const double *lower, const double *upper, double *force, const int *order) {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-    if (wide) switch (n & 3) {
-        case 0: return pgs_sweep_rows_avx2<0>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
-        case 1: return pgs_sweep_rows_avx2<1>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
-        case 2: return pgs_sweep_rows_avx2<2>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
-        default: return pgs_sweep_rows_avx2<3>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
-        }
-#else
-    (void)wide;
-#endif
     switch (n & 3) {
     case 0: return pgs_sweep_rows_t<0>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
     case 1: return pgs_sweep_rows_t<1>(n, AR, ARinv, ARdiag, b, lower, upper, force, order);
@@ -1660,8 +1608,7 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     const size_t N = static_cast<size_t>(n);
     std::vector<double> &AR = w.dual_A, &b = w.dual_b, &ARinv = w.dual_inv, &ARdiag = w.dual_diag;   // kept in w: no
     ARinv.resize(N), ARdiag.resize(N);                                                                // allocation per call
-    const int isa = wide_isa();                                        // the row kernels' instruction set, once
-    dual_problem(m, w, AR, b, isa == 0 ? gram_plain : gram_avx2);
+    dual_problem(m, w, AR, b);
     for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += r.R[size_t(i)], ARinv[size_t(i)] = 1.0 / AR[size_t(i) * (n + 1)];
     for (int i = 0; i < n; i++) ARdiag[size_t(i)] = 1.0 / ARinv[size_t(i)];   // MuJoCo's 1 / ARinv (costChange's A), once
     double *force = w.force.data();
@@ -1712,7 +1659,7 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
             shuffle(order, rng, w.pgs_magic);
             visit = order.data();
         }
-        improvement = scale * (rows ? pgs_sweep_rows(isa != 0, n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(),
+        improvement = scale * (rows ? pgs_sweep_rows(n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(),
                                                      upper.data(), force, visit)
                                     : pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(), upper.data(),
                                                 force, first, dims, visit));
