@@ -1168,32 +1168,36 @@ PHYSAI_SCALAR_LOADS inline double dot_mj(const double *a, const double *b, int n
     return s;
 }
 
+// dof k's step of L^T y = J_i^T from the leaves (column_solve's, column_solve4's): y_k scaled by 1 / L_kk, then taken
+// times L_k from its ancestors' entries
+inline void column_step(const Model &m, const double *LM, const double *LMinv, double *y, int k) {
+    const double *Lk = LM + m.M_rowadr[k];
+    const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+    double x = y[k] * LMinv[k];
+    y[k] = x;
+    for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
+}
+
 // L^T y = J_i^T for a column y of B (its nonzeros scattered, zero elsewhere below top) from the leaves, zeros skipped
 // (dual_problem's); the lowest dof it reaches (top: none)
 inline int column_solve(const Model &m, const double *LM, const double *LMinv, double *y, int top) {
     int low = top;
-    for (int k = top - 1; k >= 0; k--) {
-        if (y[k] == 0.0) continue;
-        const double *Lk = LM + m.M_rowadr[k];
-        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-        double x = y[k] * LMinv[k];
-        y[k] = x, low = k;
-        for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
-    }
+    for (int k = top - 1; k >= 0; k--)
+        if (y[k] != 0.0) column_step(m, LM, LMinv, y, k), low = k;
     return low;
 }
 
 // column_solve of four columns on the same columns of J (a group's rows): a dof where all four are nonzero updates them
-// together (each column's operations and order unchanged, the ancestors read once), else each alone as column_solve
+// together (each column's operations and order unchanged, the ancestors read once), else each alone (column_step)
 inline void column_solve4(const Model &m, const double *LM, const double *LMinv, double *const *y, int top, int *low) {
     double *y0 = y[0], *y1 = y[1], *y2 = y[2], *y3 = y[3];
     low[0] = low[1] = low[2] = low[3] = top;
     for (int k = top - 1; k >= 0; k--) {
         bool n0 = y0[k] != 0.0, n1 = y1[k] != 0.0, n2 = y2[k] != 0.0, n3 = y3[k] != 0.0;
         if (!(n0 | n1 | n2 | n3)) continue;
-        const double *Lk = LM + m.M_rowadr[k];
-        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         if (n0 & n1 & n2 & n3) {
+            const double *Lk = LM + m.M_rowadr[k];
+            const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
             double x0 = y0[k] * LMinv[k], x1 = y1[k] * LMinv[k], x2 = y2[k] * LMinv[k], x3 = y3[k] * LMinv[k];
             y0[k] = x0, y1[k] = x1, y2[k] = x2, y3[k] = x3, low[0] = low[1] = low[2] = low[3] = k;
             for (int64_t s = 0; s < depth; s++) {
@@ -1203,13 +1207,8 @@ inline void column_solve4(const Model &m, const double *LM, const double *LMinv,
             }
             continue;
         }
-        for (int j = 0; j < 4; j++) {
-            double *yj = y[j];
-            if (yj[k] == 0.0) continue;
-            double x = yj[k] * LMinv[k];
-            yj[k] = x, low[j] = k;
-            for (int64_t s = 0; s < depth; s++) yj[anc[s]] = yj[anc[s]] - Lk[s] * x;
-        }
+        for (int j = 0; j < 4; j++)
+            if (y[j][k] != 0.0) column_step(m, LM, LMinv, y[j], k), low[j] = k;
     }
 }
 
@@ -1421,33 +1420,33 @@ inline void pgs_elliptic(const Rows &r, double *force, int i, int dim, const dou
     std::copy(v, v + n, force + i + 1);
 }
 
+// a one-row block's update from its residual res = (AR f + b)_i and force old: f = old - res / AR_ii into [lower,
+// upper] (pgs_bounds: project_cone's number), or old when the cost's change 1/2 delta^2 AR_ii + delta res is above 1e-10;
+// returns the change (0 when kept), f into f (pgs_sweep's and pgs_sweep_rows' one step)
+__attribute__((always_inline)) inline double pgs_row(double res, double old, double ARinv, double ARdiag, double lower,
+                                                     double upper, double &f) {
+    f = std::min(std::max(old - res * ARinv, lower), upper);
+    double delta = f - old;
+    double change = 0.5 * delta * delta * ARdiag + delta * res;
+    if (change > 1e-10) f = old, change = 0.0;
+    return change;
+}
+
 // one Gauss-Seidel sweep over the blocks in `order` (a permutation of the blocks), each minimising 1/2 f^T AR f + f^T b over its own forces and
 // projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. ARdiag: 1 / ARinv, made once
-// per solve (the cost's change of a row). Returns the improvement
+// per solve (the cost's change of a row); lower, upper: the one-row blocks' bounds (pgs_bounds). Returns the improvement
 PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
-                        double *force, const std::vector<int> &first, const std::vector<int> &dims, const int *order) {
-    int n = r.nefc, ne = r.ne, nef = r.ne + r.nf;
+                                            const double *lower, const double *upper, double *force,
+                                            const std::vector<int> &first, const std::vector<int> &dims, const int *order) {
+    int n = r.nefc;
     double improvement = 0.0;
     for (size_t o = 0; o < first.size(); o++) {
         int k = order[o], i = first[size_t(k)], dim = dims[size_t(k)];
         double res[6], old[6], A[36];
-        if (dim == 1) {                                                // one row: f -= res / AR_ii, then clamped
-            res[0] = b[i] + dot_mj(AR + size_t(i) * n, force, n);      // the residual AR f + b
-            old[0] = force[i];
-            force[i] -= res[0] * ARinv[i];
-            if (i >= ne && i < nef) {
-                double fl = r.frictionloss[size_t(i)];
-                force[i] = std::min(std::max(force[i], -fl), fl);
-            } else if (i >= nef) {
-                force[i] = std::max(force[i], 0.0);
-            }
-            double delta = force[i] - old[0];                          // the cost's change, undone when positive
-            double change = 0.5 * delta * delta * ARdiag[i] + delta * res[0];
-            if (change > 1e-10) {
-                force[i] = old[0];
-                change = 0.0;
-            }
-            improvement -= change;
+        if (dim == 1) {                                                // one row (pgs_row), its residual AR f + b
+            double f;
+            improvement -= pgs_row(b[i] + dot_mj(AR + size_t(i) * n, force, n), force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);
+            force[i] = f;
             continue;
         }
         for (int j = 0; j < dim; j++) res[j] = b[i + j] + dot_mj(AR + size_t(i + j) * n, force, n);   // the residual AR f + b
@@ -1491,13 +1490,9 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep_rows_t(int n, const double *AR, cons
     const int n4 = n - T;
     for (int o = 0; o < n; o++) {
         int i = order[o];
-        double res = b[i] + dot_mj_tail<T>(AR + size_t(i) * size_t(n), force, n4), old = force[i];   // the residual AR f + b
-        double f = std::min(std::max(old - res * ARinv[i], lower[i]), upper[i]);
-        double delta = f - old;                                        // the cost's change, undone when positive
-        double change = 0.5 * delta * delta * ARdiag[i] + delta * res;
-        if (change > 1e-10) f = old, change = 0.0;
+        double res = b[i] + dot_mj_tail<T>(AR + size_t(i) * size_t(n), force, n4), f;   // the residual AR f + b
+        improvement -= pgs_row(res, force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);
         force[i] = f;
-        improvement -= change;
     }
     return improvement;
 }
@@ -1550,11 +1545,10 @@ inline void dual_state(const Rows &r, const double *force, const std::vector<int
 constexpr size_t PGS_KEPT_BLOCKS = 64;
 constexpr int64_t PGS_KEPT_ITERATIONS = 128;
 
-// iteration it's visiting order of nb blocks (nb <= PGS_KEPT_BLOCKS, it < PGS_KEPT_ITERATIONS): the shuffle's orders
-// depend on nb and the iteration alone (every solve starts from the identity and PCG32's state 0), so they are made
-// once per workspace and kept (ConstraintWork::pgs_orders: the same orders as shuffling every iteration, without the
-// draws); magic: mod_magics' for nb
-inline const int *pgs_order_at(ConstraintWork &w, size_t nb, int64_t it) {
+// the visiting orders of nb blocks (nb <= PGS_KEPT_BLOCKS) kept in w (pgs_order_at): the shuffle's orders depend on nb and
+// the iteration alone (every solve starts from the identity and PCG32's state 0), so they are made once per workspace
+// and kept (ConstraintWork::pgs_orders: the same orders as shuffling every iteration, without the draws)
+inline ConstraintWork::PgsOrders &pgs_orders_of(ConstraintWork &w, size_t nb) {
     if (w.pgs_orders.size() <= nb) w.pgs_orders.resize(nb + 1);
     ConstraintWork::PgsOrders &kept = w.pgs_orders[nb];
     if (kept.current.size() != nb) {                                   // first use: the identity, MuJoCo's seed
@@ -1563,8 +1557,14 @@ inline const int *pgs_order_at(ConstraintWork &w, size_t nb, int64_t it) {
         kept.rng = 0, kept.made = 0, kept.orders.clear();
         pcg32(kept.rng);
     }
+    return kept;
+}
+
+// iteration it's visiting order (it < PGS_KEPT_ITERATIONS) of kept's nb blocks, made when first asked for; magic:
+// mod_magics' for nb
+inline const int *pgs_order_at(ConstraintWork::PgsOrders &kept, size_t nb, int64_t it, const std::vector<uint64_t> &magic) {
     for (; kept.made <= it; kept.made++) {
-        shuffle(kept.current, kept.rng, w.pgs_magic);
+        shuffle(kept.current, kept.rng, magic);
         kept.orders.insert(kept.orders.end(), kept.current.begin(), kept.current.end());
     }
     return kept.orders.data() + size_t(it) * nb;
@@ -1586,7 +1586,8 @@ inline void pgs_start(ConstraintWork &w, const std::vector<double> &AR, const st
     for (int i = 0; i < n; i++) w.jar[size_t(i)] -= r.aref[size_t(i)];
     update(r, w.jar.data(), force, w.wstate.data(), nullptr);
     double cost = dot(force, b.data(), n);
-    for (int i = 0; i < n; i++) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
+    for (int i = 0; i < n; i++)                                        // a zero force's term is +-0: cost > 0 as with it
+        if (force[i] != 0.0) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
     if (!chosen && cost > 0) std::fill(force, force + n, 0.0);
 }
 
@@ -1616,55 +1617,56 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     std::vector<int> &first = w.pgs_first, &dims = w.pgs_dims, &order = w.pgs_order;
     pgs_blocks(r, first, dims);
-    order.resize(first.size());
-    for (size_t k = 0; k < first.size(); k++) order[k] = int(k);
-    mod_magics(w.pgs_magic, first.size());                             // the shuffle's moduli 1 .. nblocks
+    const size_t nb = first.size();
+    order.resize(nb);
+    for (size_t k = 0; k < nb; k++) order[k] = int(k);
+    mod_magics(w.pgs_magic, nb);                                       // the shuffle's moduli 1 .. nblocks
     uint64_t rng = 0;                                                  // MuJoCo's seed: state 0, one draw
     pcg32(rng);
-    const bool kept = first.size() <= PGS_KEPT_BLOCKS;                 // the orders kept (pgs_order_at), else drawn here
-    const bool rows = first.size() == N;                               // every block one row: pgs_sweep_rows
+    ConstraintWork::PgsOrders *kept = nb <= PGS_KEPT_BLOCKS ? &pgs_orders_of(w, nb) : nullptr;   // else drawn here
+    const bool rows = nb == N;                                         // every block one row: pgs_sweep_rows
     std::vector<double> &previous = w.pgs_previous, &momentum = w.pgs_momentum, &lower = w.pgs_lower, &upper = w.pgs_upper;
     previous.assign(force, force + n), momentum.resize(N);
-    if (rows) pgs_bounds(r, lower, upper);
+    pgs_bounds(r, lower, upper);
     int64_t k = 0, it = 0;
     double improvement = 0.0;
     while (it < iterations) {
-        // Nesterov: f += beta (f - f_prev), projected; f_prev the value before
+        // Nesterov: f += beta (f - f_prev), projected (momentum); f_prev the value before
         double beta = it > 0 ? double(k - 1) / double(k + 2) : 0.0;
+        auto extrapolated = [&](int i) {                               // f_i + beta (f_i - f_prev_i), f_prev_i <- f_i
+            double saved = force[i], f = saved + beta * (saved - previous[size_t(i)]);
+            previous[size_t(i)] = saved;
+            return f;
+        };
         if (beta > 0 && rows) {                                        // one pass: extrapolated, projected, kept
             for (int i = 0; i < n; i++) {
-                double saved = force[i], f = saved + beta * (saved - previous[size_t(i)]);
-                f = std::min(std::max(f, lower[size_t(i)]), upper[size_t(i)]);
-                previous[size_t(i)] = saved, force[i] = f, momentum[size_t(i)] = f;
+                double f = std::min(std::max(extrapolated(i), lower[size_t(i)]), upper[size_t(i)]);
+                force[i] = f, momentum[size_t(i)] = f;
             }
         } else if (beta > 0) {
-            for (int i = 0; i < n; i++) {
-                double saved = force[i];
-                force[i] += beta * (force[i] - previous[size_t(i)]);
-                previous[size_t(i)] = saved;
-            }
+            for (int i = 0; i < n; i++) force[i] = extrapolated(i);
             project_cone(r, force, first, dims);
             std::copy(force, force + n, momentum.begin());
-        } else {
-            for (int i = 0; i < n; i++) previous[size_t(i)] = momentum[size_t(i)] = force[i];
+        } else {                                                       // momentum = f_prev = f: no restart test below
+            std::copy(force, force + n, previous.begin());
         }
         const int *visit;                                              // this iteration's order of the blocks
         if (kept && it < PGS_KEPT_ITERATIONS) {
-            visit = pgs_order_at(w, first.size(), it);
+            visit = pgs_order_at(*kept, nb, it, w.pgs_magic);
         } else {
-            if (kept && it == PGS_KEPT_ITERATIONS) {                   // on from the last kept order
-                const ConstraintWork::PgsOrders &last = w.pgs_orders[first.size()];
-                order.assign(last.current.begin(), last.current.end()), rng = last.rng;
-            }
+            if (kept && it == PGS_KEPT_ITERATIONS)                     // on from the last kept order
+                order.assign(kept->current.begin(), kept->current.end()), rng = kept->rng;
             shuffle(order, rng, w.pgs_magic);
             visit = order.data();
         }
-        improvement = scale * (rows ? pgs_sweep_rows(n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(), upper.data(),
-                                                     force, visit)
-                                    : pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), force, first, dims, visit));
-        // restart when the sweep's correction opposes the extrapolation
+        improvement = scale * (rows ? pgs_sweep_rows(n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(),
+                                                     upper.data(), force, visit)
+                                    : pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(), upper.data(),
+                                                force, first, dims, visit));
+        // restart when the sweep's correction opposes the extrapolation (none without one: each term (f - m) 0, never < 0)
         double opposed = 0.0;
-        for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);
+        if (beta > 0)
+            for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);
         k = it > 0 && opposed < 0 ? 0 : k + 1;
         it++;
         if (improvement < tolerance) break;
