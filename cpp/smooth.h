@@ -316,16 +316,14 @@ inline void geom_pose(const Model &m, const double *xpos, const double *xquat, c
 }
 
 // the world position and axes of the geoms w.posed into w.gpos, w.gmat (smooth.geom_poses, which poses them all); the
-// bodies' frames body_poses' at q, or those of posed when given (body_x*: the lanes' body_poses at the same q)
+// bodies' frames body_poses' at q, or those of posed when given (body_x*: the lanes' body_poses at the same q, read
+// there: w's body frames are then left as they were)
 inline void geom_poses(const Model &m, PoseWork &w, const double *q, const Data<double> *posed = nullptr) {
-    if (posed) {
-        std::copy(posed->body_xpos.begin(), posed->body_xpos.end(), w.xpos.begin());
-        std::copy(posed->body_xquat.begin(), posed->body_xquat.end(), w.xquat.begin());
-        std::copy(posed->body_xmat.begin(), posed->body_xmat.end(), w.xmat.begin());
-    } else
-        body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
-    for (int64_t g : w.posed)
-        geom_pose(m, w.xpos.data(), w.xquat.data(), w.xmat.data(), g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
+    if (!posed) body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
+    const double *xpos = posed ? posed->body_xpos.data() : w.xpos.data();
+    const double *xquat = posed ? posed->body_xquat.data() : w.xquat.data();
+    const double *xmat = posed ? posed->body_xmat.data() : w.xmat.data();
+    for (int64_t g : w.posed) geom_pose(m, xpos, xquat, xmat, g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
     w.moved.clear();
 }
 
@@ -691,6 +689,17 @@ template <class T> inline void subtract_scaled(T *__restrict y, const T *__restr
     for (int64_t s = 0; s < n; s++) y[s] = y[s] - a * x[s];
 }
 
+// fn(s, e) for each run anc[s .. e) of consecutive columns among a row's depth ancestors (ascending), in order: the
+// whole row at once when its last is depth - 1 past its first
+template <class Fn> inline void ancestor_runs(const int64_t *anc, int64_t depth, Fn &&fn) {
+    for (int64_t s = 0, e; s < depth; s = e) {
+        e = depth;
+        if (anc[e - 1] - anc[s] != e - 1 - s)                          // a gap: the run ends at the first
+            for (e = s + 1; anc[e] == anc[e - 1] + 1; e++) {}
+        fn(s, e);
+    }
+}
+
 // L with M = L^T L on the sparse layout, in place, and the reciprocals of L's diagonal into inv (MuJoCo's mj_factorM and
 // qLDiagInv, as L^T L): eliminating the last dof first fills nothing in (row k's entries times its pivot's reciprocal,
 // then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's first). O(sum of depth^2) against
@@ -716,13 +725,16 @@ template <class T> void tree_solve(const Model &m, const T *L, const T *inv, T *
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         T y = b[k] * inv[k];
         b[k] = y;
-        for (int64_t s = 0; s < depth; s++) b[anc[s]] = b[anc[s]] - Lk[s] * y;
+        ancestor_runs(anc, depth, [&](int64_t s, int64_t e) { subtract_scaled(b + anc[s], Lk + s, y, e - s); });
     }
     for (int k = 0; k < m.nv; k++) {                                   // L x = y
         const T *Lk = L + m.M_rowadr[k];
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         T y = b[k];
-        for (int64_t s = 0; s < depth; s++) y = y - Lk[s] * b[anc[s]];
+        ancestor_runs(anc, depth, [&](int64_t s, int64_t e) {
+            const T *x = b + anc[s] - s;                               // anc[u] = anc[s] + u - s along the run
+            for (int64_t u = s; u < e; u++) y = y - Lk[u] * x[u];
+        });
         b[k] = y * inv[k];
     }
 }
