@@ -59,6 +59,7 @@ struct CollisionWork : PoseWork {
         bool spheres, plane[2];
     };
     std::vector<SphereTest> sphere;
+    std::vector<Narrow> narrow;          // each candidate's narrow phase (narrow_phase of its types), made once
     explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
@@ -68,7 +69,9 @@ struct CollisionWork : PoseWork {
             for (int64_t k = m.group_start[g]; k < m.group_end[g]; k++) cand_group[size_t(k)] = g;
         for (int64_t g = 0; g < m.ngeom && m.geom_collides; g++) proper = proper && !(m.geom_collides[g] && m.geom_pad[g] < 0);
         for (int64_t g = 0; g < m.ngroup && m.group_shrunk; g++) shrunk = shrunk || m.group_shrunk[g];
-        sphere.resize(size_t(m.ncand));
+        sphere.resize(size_t(m.ncand)), narrow.resize(size_t(m.ncand));
+        for (int64_t k = 0; k < m.ncand; k++)
+            narrow[size_t(k)] = narrow_phase(m.geom_type[m.cand_geom[2 * k]], m.geom_type[m.cand_geom[2 * k + 1]]);
         for (int64_t k = 0; k < m.ncand; k++) {
             int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
             const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];
@@ -240,12 +243,12 @@ inline void body_boxes(const Model &m, CollisionWork &w) {
     for (int64_t g = 0; g < m.ngeom; g++) {
         if (!m.geom_collides[g]) continue;
         size_t b = size_t(m.geom_bodyid[g] + 1);
-        double r = m.geom_pad[g];
-        for (int a = 0; a < 3; a++) {
-            double x = w.gpos[size_t(3 * g + a)], lo = x - r, hi = x + r;
-            if (!w.boxed[b]) w.lo[3 * b + a] = lo, w.hi[3 * b + a] = hi;
-            else w.lo[3 * b + a] = fmin_inline(w.lo[3 * b + a], lo), w.hi[3 * b + a] = fmax_inline(w.hi[3 * b + a], hi);
-        }
+        double r = m.geom_pad[g], *lo = &w.lo[3 * b], *hi = &w.hi[3 * b];
+        const double *x = &w.gpos[size_t(3 * g)];
+        if (!w.boxed[b])
+            for (int a = 0; a < 3; a++) lo[a] = x[a] - r, hi[a] = x[a] + r;
+        else
+            for (int a = 0; a < 3; a++) lo[a] = fmin_inline(lo[a], x[a] - r), hi[a] = fmax_inline(hi[a], x[a] + r);
         w.boxed[b] = 1;
     }
 }
@@ -454,7 +457,7 @@ __attribute__((noinline))
 #endif
 inline void collide_pair(const Model &m, CollisionWork &w, int64_t k, int64_t g1, int64_t g2, const double *param) {
     double margin = param[0], gap = param[1];
-    Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
+    Narrow fn = w.narrow[size_t(k)];
     if (!fn) return;                                                  // not a candidate collision.candidates makes
     w.found.clear();
     Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],

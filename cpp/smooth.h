@@ -689,17 +689,6 @@ template <class T> inline void subtract_scaled(T *__restrict y, const T *__restr
     for (int64_t s = 0; s < n; s++) y[s] = y[s] - a * x[s];
 }
 
-// fn(s, e) for each run anc[s .. e) of consecutive columns among a row's depth ancestors (ascending), in order: the
-// whole row at once when its last is depth - 1 past its first
-template <class Fn> inline void ancestor_runs(const int64_t *anc, int64_t depth, Fn &&fn) {
-    for (int64_t s = 0, e; s < depth; s = e) {
-        e = depth;
-        if (anc[e - 1] - anc[s] != e - 1 - s)                          // a gap: the run ends at the first
-            for (e = s + 1; anc[e] == anc[e - 1] + 1; e++) {}
-        fn(s, e);
-    }
-}
-
 // L with M = L^T L on the sparse layout, in place, and the reciprocals of L's diagonal into inv (MuJoCo's mj_factorM and
 // qLDiagInv, as L^T L): eliminating the last dof first fills nothing in (row k's entries times its pivot's reciprocal,
 // then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's first). O(sum of depth^2) against
@@ -725,16 +714,13 @@ template <class T> void tree_solve(const Model &m, const T *L, const T *inv, T *
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         T y = b[k] * inv[k];
         b[k] = y;
-        ancestor_runs(anc, depth, [&](int64_t s, int64_t e) { subtract_scaled(b + anc[s], Lk + s, y, e - s); });
+        for (int64_t s = 0; s < depth; s++) b[anc[s]] = b[anc[s]] - Lk[s] * y;
     }
     for (int k = 0; k < m.nv; k++) {                                   // L x = y
         const T *Lk = L + m.M_rowadr[k];
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         T y = b[k];
-        ancestor_runs(anc, depth, [&](int64_t s, int64_t e) {
-            const T *x = b + anc[s] - s;                               // anc[u] = anc[s] + u - s along the run
-            for (int64_t u = s; u < e; u++) y = y - Lk[u] * x[u];
-        });
+        for (int64_t s = 0; s < depth; s++) y = y - Lk[s] * b[anc[s]];
         b[k] = y * inv[k];
     }
 }
