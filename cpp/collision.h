@@ -52,6 +52,14 @@ struct CollisionWork : PoseWork {
     int order_axis = -1;                 // the axis w.order was last sorted along (broad_phase starts from that order)
     bool shrunk = false;                 // a group MuJoCo's own boxes may drop (m.group_shrunk): every geom posed
     bool proper = true;                  // no body's box can be inverted (collision.boxes_proper): every geom_pad >= 0
+    // each candidate's numbers of sphere_apart, made once: bound = margin + gap; both radii > 0: reach2 = (r1 + r2 +
+    // bound)^2; else geom k (0: g1, 1: g2) a plane and the other's radius r > 0 (plane[k]): above[k] = bound + r
+    struct SphereTest {
+        double bound, reach2, above[2];
+        bool spheres, plane[2];
+    };
+    std::vector<SphereTest> sphere;
+    std::vector<Narrow> narrow;          // each candidate's narrow phase (narrow_phase of its types), made once
     explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
@@ -61,6 +69,20 @@ struct CollisionWork : PoseWork {
             for (int64_t k = m.group_start[g]; k < m.group_end[g]; k++) cand_group[size_t(k)] = g;
         for (int64_t g = 0; g < m.ngeom && m.geom_collides; g++) proper = proper && !(m.geom_collides[g] && m.geom_pad[g] < 0);
         for (int64_t g = 0; g < m.ngroup && m.group_shrunk; g++) shrunk = shrunk || m.group_shrunk[g];
+        sphere.resize(size_t(m.ncand)), narrow.resize(size_t(m.ncand));
+        for (int64_t k = 0; k < m.ncand; k++)
+            narrow[size_t(k)] = narrow_phase(m.geom_type[m.cand_geom[2 * k]], m.geom_type[m.cand_geom[2 * k + 1]]);
+        for (int64_t k = 0; k < m.ncand; k++) {
+            int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
+            const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];
+            double r1 = m.geom_rbound[g1], r2 = m.geom_rbound[g2], bound = param[0] + param[1];
+            SphereTest &t = sphere[size_t(k)];
+            t.bound = bound, t.spheres = r1 > 0 && r2 > 0, t.reach2 = (r1 + r2 + bound) * (r1 + r2 + bound);
+            for (int i = 0; i < 2; i++) {
+                double r = i ? r1 : r2;
+                t.plane[i] = m.geom_type[i ? g2 : g1] == GEOM_PLANE && r > 0, t.above[i] = bound + r;
+            }
+        }
         std::vector<char> read(G, 0);
         for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = shrunk || !m.geom_collides || m.geom_collides[g];
         for (int64_t k = 0; k < 2 * m.ncand; k++) read[size_t(m.cand_geom[k])] = 1;
@@ -114,8 +136,8 @@ constexpr double EIG_RELTOL = 1e-3;      // the relative tolerance of MuJoCo 4's
 // largest |entry| (at most 500), then sorted by decreasing eigenvalue (within 1e-12 times that entry: kept in place)
 inline void eig3(const double *mat, double reltol, double *V) {
     double scale = 0.0, value[3] = {0.0, 0.0, 0.0}, quat[4] = {1.0, 0.0, 0.0, 0.0}, next[4];
-    for (int k = 0; k < 9; k++) scale = std::fmax(scale, std::fabs(mat[k]));
-    double eps = std::fmax(reltol, 4e-15) * scale;
+    for (int k = 0; k < 9; k++) scale = fmax_inline(scale, std::fabs(mat[k]));
+    double eps = fmax_inline(reltol, 4e-15) * scale;
     for (int iter = 0; iter < 500; iter++) {
         double T[9], D[9];
         quat_to_mat_mj(quat, V);
@@ -193,8 +215,8 @@ inline void mujoco_box(const Model &m, const CollisionWork &w, const double *V, 
             double centre = pos[0] * f[0] + pos[1] * f[1] + pos[2] * f[2], at = x[0] * f[0] + x[1] * f[1] + x[2] * f[2];
             double half = 0.0;
             for (int k = 0; k < 3; k++) half = half + std::fabs(aabb[3 + k] * (R[k] * f[0] + R[3 + k] * f[1] + R[6 + k] * f[2]));
-            lo[j] = std::fmin(lo[j], std::fmax(at - r, centre - half) - grow);
-            hi[j] = std::fmax(hi[j], std::fmin(at + r, centre + half) + grow);
+            lo[j] = fmin_inline(lo[j], fmax_inline(at - r, centre - half) - grow);
+            hi[j] = fmax_inline(hi[j], fmin_inline(at + r, centre + half) + grow);
         }
     }
 }
@@ -221,12 +243,12 @@ inline void body_boxes(const Model &m, CollisionWork &w) {
     for (int64_t g = 0; g < m.ngeom; g++) {
         if (!m.geom_collides[g]) continue;
         size_t b = size_t(m.geom_bodyid[g] + 1);
-        double r = m.geom_pad[g];
-        for (int a = 0; a < 3; a++) {
-            double x = w.gpos[size_t(3 * g + a)], lo = x - r, hi = x + r;
-            if (!w.boxed[b]) w.lo[3 * b + a] = lo, w.hi[3 * b + a] = hi;
-            else w.lo[3 * b + a] = std::fmin(w.lo[3 * b + a], lo), w.hi[3 * b + a] = std::fmax(w.hi[3 * b + a], hi);
-        }
+        double r = m.geom_pad[g], *lo = &w.lo[3 * b], *hi = &w.hi[3 * b];
+        const double *x = &w.gpos[size_t(3 * g)];
+        if (!w.boxed[b])
+            for (int a = 0; a < 3; a++) lo[a] = x[a] - r, hi[a] = x[a] + r;
+        else
+            for (int a = 0; a < 3; a++) lo[a] = fmin_inline(lo[a], x[a] - r), hi[a] = fmax_inline(hi[a], x[a] + r);
         w.boxed[b] = 1;
     }
 }
@@ -248,15 +270,16 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
     }
     std::fill(w.hit.begin(), w.hit.end(), 0);
     w.groups.clear(), w.open.clear();
+    const double *lo = w.lo.data(), *hi = w.hi.data();
+    const int k1 = (axis + 1) % 3, k2 = (axis + 2) % 3;               // the two axes across, in that order
     for (int64_t b : w.order) {
         size_t kept = 0;
         for (int64_t a : w.open)
-            if (w.hi[3 * a + axis] >= w.lo[3 * b + axis]) w.open[kept++] = a;
+            if (hi[3 * a + axis] >= lo[3 * b + axis]) w.open[kept++] = a;
         w.open.resize(kept);
         for (int64_t a : w.open) {
-            bool overlap = true;
-            for (int k : {(axis + 1) % 3, (axis + 2) % 3})
-                overlap = overlap && w.lo[3 * a + k] <= w.hi[3 * b + k] && w.lo[3 * b + k] <= w.hi[3 * a + k];
+            bool overlap = lo[3 * a + k1] <= hi[3 * b + k1] && lo[3 * b + k1] <= hi[3 * a + k1] &&
+                           lo[3 * a + k2] <= hi[3 * b + k2] && lo[3 * b + k2] <= hi[3 * a + k2];
             if (!overlap) continue;
             int64_t g = w.sweep_group.empty() ? group_of(m, std::min(a, b), std::max(a, b))
                       : w.sweep_group[size_t(w.sweep_at[size_t(a)]) * size_t(m.nsweep) + size_t(w.sweep_at[size_t(b)])];
@@ -273,13 +296,14 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
             w.hit[size_t(g)] = !mujoco_boxes_apart(m, w, frame, m.group_body[2 * g], m.group_body[2 * g + 1]);
         }
     }
-    for (int64_t g = 0; g < m.ngroup; g++) {                          // in order: hit, always tested or explicit pairs
+    for (int64_t g = 0; g < m.ngroup; g += 8) {                       // in order: hit, always tested or explicit pairs
         uint64_t hit8, every8;                                        // 8 groups none of which is tested: skipped at once
-        if (g % 8 == 0 && g + 8 <= m.ngroup) {
+        if (g + 8 <= m.ngroup) {
             std::memcpy(&hit8, &w.hit[size_t(g)], 8), std::memcpy(&every8, &w.every[size_t(g)], 8);
-            if (!(hit8 | every8)) { g += 7; continue; }
+            if (!(hit8 | every8)) continue;
         }
-        if (w.hit[size_t(g)] | w.every[size_t(g)]) w.groups.push_back(g);
+        for (int64_t e = g; e < std::min(g + 8, m.ngroup); e++)
+            if (w.hit[size_t(e)] | w.every[size_t(e)]) w.groups.push_back(e);
     }
 }
 
@@ -311,22 +335,22 @@ inline void tested_directly(const Model &m, CollisionWork &w, const uint8_t *sub
 
 // ---------------------------------------------------------------- detection (collision.detect)
 
-// whether g1 and g2 are farther apart than their bounding spheres plus bound (mj_filterSphere; a plane: the other's
-// centre above it by more than its radius plus bound)
-inline bool sphere_apart(const Model &m, const CollisionWork &w, int64_t g1, int64_t g2, double bound) {
-    double r1 = m.geom_rbound[g1], r2 = m.geom_rbound[g2];
+// whether candidate k's geoms g1 and g2 are farther apart than their bounding spheres plus bound = margin + gap
+// (mj_filterSphere; a plane: the other's centre above it by more than its radius plus bound), with the numbers of the
+// candidate alone made once (w.sphere)
+inline bool sphere_apart(const CollisionWork &w, int64_t k, int64_t g1, int64_t g2) {
+    const CollisionWork::SphereTest &t = w.sphere[size_t(k)];
     const double *p1 = &w.gpos[size_t(3 * g1)], *p2 = &w.gpos[size_t(3 * g2)];
-    if (r1 > 0 && r2 > 0) {
+    if (t.spheres) {
         double d[3] = {p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]};
-        return dot3(d, d) > (r1 + r2 + bound) * (r1 + r2 + bound);
+        return dot3(d, d) > t.reach2;
     }
-    for (int k = 0; k < 2; k++) {
-        int64_t plane = k ? g2 : g1, other = k ? g1 : g2;
-        double r = k ? r1 : r2;
-        if (m.geom_type[plane] != GEOM_PLANE || !(r > 0)) continue;
+    for (int i = 0; i < 2; i++) {
+        if (!t.plane[i]) continue;
+        int64_t plane = i ? g2 : g1, other = i ? g1 : g2;
         const double *pp = &w.gpos[size_t(3 * plane)], *po = &w.gpos[size_t(3 * other)], *R = &w.gmat[size_t(9 * plane)];
         double d[3] = {po[0] - pp[0], po[1] - pp[1], po[2] - pp[2]}, normal[3] = {R[2], R[5], R[8]};
-        if (dot3(d, normal) > bound + r) return true;
+        if (dot3(d, normal) > t.above[i]) return true;
     }
     return false;
 }
@@ -342,10 +366,12 @@ inline bool boxes_apart(const Model &m, const CollisionWork &w, int64_t g1, int6
     for (int i = 0; i < 2; i++) {
         const double *h = aabb[i] + 3;
         all[i] = h[0] >= MAXVAL && h[1] >= MAXVAL && h[2] >= MAXVAL, any[i] = h[0] >= MAXVAL || h[1] >= MAXVAL || h[2] >= MAXVAL;
+    }
+    if (all[0] || all[1]) return false;                               // (a plane's) before the centres
+    for (int i = 0; i < 2; i++) {
         mat3_times(&w.gmat[size_t(9 * g[i])], aabb[i], centre[i]);
         for (int a = 0; a < 3; a++) centre[i][a] += w.gpos[size_t(3 * g[i] + a)];
     }
-    if (all[0] || all[1]) return false;
     for (int j = 0; j < 2; j++) {
         if (any[1 - j]) continue;                                     // the other box unbounded: not tested
         const double *Rj = &w.gmat[size_t(9 * g[j])];
@@ -381,7 +407,7 @@ inline double bounding_capsule(const Model &m, const CollisionWork &w, int64_t g
         double o1 = size[(k + 1) % 3], o2 = size[(k + 2) % 3];
         if (k == 1) o1 = size[0], o2 = size[2];                       // the other two in index order, as the text's
         for (int a = 0; a < 3; a++) half[a] = R[3 * a + k] * size[k];
-        return kind == GEOM_BOX ? std::sqrt(o1 * o1 + o2 * o2) : std::fmax(o1, o2);
+        return kind == GEOM_BOX ? std::sqrt(o1 * o1 + o2 * o2) : fmax_inline(o1, o2);
     }
     return kind == GEOM_SPHERE ? size[0] : m.geom_rbound[g];
 }
@@ -391,7 +417,7 @@ inline double segment_distance(const double *p1, const double *d1, const double 
     double r[3];
     for (int k = 0; k < 3; k++) r[k] = (p1[k] - d1[k]) - (p2[k] - d2[k]);
     double a = 4 * dot3(d1, d1), e = 4 * dot3(d2, d2), b = 4 * dot3(d1, d2), c = 2 * dot3(d1, r), f = 2 * dot3(d2, r);
-    auto clamp01 = [](double x) { return std::fmin(std::fmax(x, 0.0), 1.0); };
+    auto clamp01 = [](double x) { return fmin_inline(fmax_inline(x, 0.0), 1.0); };
     double s = 0.0, t = 0.0;
     if (a <= MINVAL && e <= MINVAL) {
     } else if (a <= MINVAL) {
@@ -420,7 +446,7 @@ inline bool may_touch(const Model &m, const CollisionWork &w, int64_t g1, int64_
         const double *p = k ? c2 : c1, *n = k ? h2 : h1, *centre = k ? c1 : c2, *half = k ? h1 : h2;
         double r = k ? r1 : r2, up[3], down[3];
         for (int a = 0; a < 3; a++) up[a] = centre[a] + half[a] - p[a], down[a] = centre[a] - half[a] - p[a];
-        return std::fmin(dot3(up, n), dot3(down, n)) - r <= bound;
+        return fmin_inline(dot3(up, n), dot3(down, n)) - r <= bound;
     }
     return segment_distance(c1, h1, c2, h2) - r1 - r2 <= bound;
 }
@@ -431,7 +457,7 @@ __attribute__((noinline))
 #endif
 inline void collide_pair(const Model &m, CollisionWork &w, int64_t k, int64_t g1, int64_t g2, const double *param) {
     double margin = param[0], gap = param[1];
-    Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
+    Narrow fn = w.narrow[size_t(k)];
     if (!fn) return;                                                  // not a candidate collision.candidates makes
     w.found.clear();
     Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
@@ -473,10 +499,8 @@ __attribute__((always_inline))
 #endif
 inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
-    const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];   // margin, gap, friction (5), solref, ...
-    double margin = param[0], gap = param[1];
-    if (sphere_apart(m, w, g1, g2, margin + gap) || (m.cand_midphase[k] && boxes_apart(m, w, g1, g2, margin + gap))) return;
-    collide_pair(m, w, k, g1, g2, param);
+    if (sphere_apart(w, k, g1, g2) || (m.cand_midphase[k] && boxes_apart(m, w, g1, g2, w.sphere[size_t(k)].bound))) return;
+    collide_pair(m, w, k, g1, g2, m.cand_float + CAND_FLOATS * m.cand_param[k]);   // margin, gap, friction (5), ...
 }
 
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:

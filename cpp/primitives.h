@@ -30,6 +30,10 @@ struct PreContact {
 
 inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
+// std::fmin, std::fmax inline (else libm's calls): libm's x < y ? x : y (x > y ? x : y), a NaN operand skipped as by them
+inline double fmin_inline(double x, double y) { return x < y ? x : y == y ? y : x; }
+inline double fmax_inline(double x, double y) { return x > y ? x : y == y ? y : x; }
+
 // v scaled to unit length in place (mju_normalize3: (1, 0, 0) below MINVAL); its length
 inline double normalize3(double *v) {
     double length = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
@@ -371,7 +375,7 @@ inline void sphere_capsule(const Pair &p, std::vector<PreContact> &out) {
     double axis[3], dif[3], point[3];
     column(p.mat2, 2, axis);
     for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
-    double x = std::fmin(std::fmax(dot3(axis, dif), -p.size2[1]), p.size2[1]);
+    double x = fmin_inline(fmax_inline(dot3(axis, dif), -p.size2[1]), p.size2[1]);
     for (int a = 0; a < 3; a++) point[a] = p.pos2[a] + axis[a] * x;
     Pair s = p;
     s.pos2 = point;
@@ -416,7 +420,7 @@ inline void sphere_cylinder(const Pair &p, std::vector<PreContact> &out) {
 }
 
 // x clamped to [0, 1] (MuJoCo's order: min(1, x), then 0 below 0)
-inline double clip01(double x) { return x < 0 ? 0.0 : std::fmin(1.0, x); }
+inline double clip01(double x) { return x < 0 ? 0.0 : fmin_inline(1.0, x); }
 
 // the nearest points of segments a0-a1 and b0-b1 as weights (s, t) in [0, 1] (MuJoCo 4's mjc_segWeights) into w;
 // returns their count: one pair, or two for (near-)parallel segments, one per end of the first segment
@@ -479,7 +483,7 @@ inline void sphere_box(const Pair &p, std::vector<PreContact> &out) {
     for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
     for (int a = 0; a < 3; a++) center[a] = p.mat2[a] * dif[0] + p.mat2[3 + a] * dif[1] + p.mat2[6 + a] * dif[2];
     for (int a = 0; a < 3; a++) {
-        clamped[a] = std::fmin(std::fmax(center[a], -p.size2[a]), p.size2[a]);
+        clamped[a] = fmin_inline(fmax_inline(center[a], -p.size2[a]), p.size2[a]);
         direction[a] = clamped[a] - center[a];
     }
     double dist = normalize3(direction);
@@ -520,8 +524,8 @@ inline double capsule_box_second(const double *pos, const double *axis, const do
             mul = -1.0, c1 = 7 - c1, dp = 1 - best_seg, de = 1 + best_seg;
         }
         int ax = c1 == 1 ? 0 : c1 == 2 ? 1 : 2, ax1 = c1 == 1 ? 1 : c1 == 2 ? 2 : 0, ax2 = c1 == 1 ? 2 : c1 == 2 ? 0 : 1;
-        if (axis[ax] * axis[ax] > 0.5) return std::fmin(de, 2 * size2[ax] / std::fabs(halfaxis[ax])) * mul;
-        double second = std::fmin(std::fmin(dp, 2 * size2[ax1] / std::fabs(halfaxis[ax1])), 2 * size2[ax2] / std::fabs(halfaxis[ax2]));
+        if (axis[ax] * axis[ax] > 0.5) return fmin_inline(de, 2 * size2[ax] / std::fabs(halfaxis[ax])) * mul;
+        double second = fmin_inline(fmin_inline(dp, 2 * size2[ax1] / std::fabs(halfaxis[ax1])), 2 * size2[ax2] / std::fabs(halfaxis[ax2]));
         return second * -mul;
     }
     if (cltype >= 0) {                                             // on a box edge
@@ -533,9 +537,9 @@ inline double capsule_box_second(const double *pos, const double *axis, const do
         double mul, second;
         if (c1 & (1 << ax2)) mul = 1.0, second = 1 - best_seg;
         else mul = -1.0, second = 1 + best_seg;
-        second = std::fmin(second, 2 * size2[ax2] / std::fabs(halfaxis[ax2]));
+        second = fmin_inline(second, 2 * size2[ax2] / std::fabs(halfaxis[ax2]));
         double e2 = ((axisdir & (1 << ax)) != 0) == ((c1 & (1 << ax2)) != 0) ? 1 - best_box : 1 + best_box;
-        return std::fmin(second, size2[ax] * e2 / std::fabs(halfaxis[ax])) * mul;
+        return fmin_inline(second, size2[ax] * e2 / std::fabs(halfaxis[ax])) * mul;
     }
     if (clface == -1) return -4.0;                                 // an end inside the box
     double mul = cltype == -3 ? 1.0 : -1.0, second = 2.0, end[3];
@@ -684,9 +688,9 @@ inline void box_box_edges(const Pair &p, const double *pos21, const double *rot,
             for (int a = 0; a < 3; a++) c2[a] = c2[a] + pos21[a], e[a] = c2[a] - c1[a];
             double d1e = e[i], d2e = dot3(d2, e);
             double s = denom < MINVAL ? 0.0 : (d1e - b * d2e) / denom;
-            s = std::fmin(std::fmax(s, -size1[i]), size1[i]);
-            double t = std::fmin(std::fmax(b * s - d2e, -size2[j]), size2[j]);
-            s = std::fmin(std::fmax(d1e + b * t, -size1[i]), size1[i]);
+            s = fmin_inline(fmax_inline(s, -size1[i]), size1[i]);
+            double t = fmin_inline(fmax_inline(b * s - d2e, -size2[j]), size2[j]);
+            s = fmin_inline(fmax_inline(d1e + b * t, -size1[i]), size1[i]);
             for (int a = 0; a < 3; a++) p1[a] = c1[a], p2[a] = c2[a] + d2[a] * t;
             p1[i] += s;
             for (int a = 0; a < 3; a++) gap[a] = p2[a] - p1[a];

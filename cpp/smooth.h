@@ -316,16 +316,14 @@ inline void geom_pose(const Model &m, const double *xpos, const double *xquat, c
 }
 
 // the world position and axes of the geoms w.posed into w.gpos, w.gmat (smooth.geom_poses, which poses them all); the
-// bodies' frames body_poses' at q, or those of posed when given (body_x*: the lanes' body_poses at the same q)
+// bodies' frames body_poses' at q, or those of posed when given (body_x*: the lanes' body_poses at the same q, read
+// there: w's body frames are then left as they were)
 inline void geom_poses(const Model &m, PoseWork &w, const double *q, const Data<double> *posed = nullptr) {
-    if (posed) {
-        std::copy(posed->body_xpos.begin(), posed->body_xpos.end(), w.xpos.begin());
-        std::copy(posed->body_xquat.begin(), posed->body_xquat.end(), w.xquat.begin());
-        std::copy(posed->body_xmat.begin(), posed->body_xmat.end(), w.xmat.begin());
-    } else
-        body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
-    for (int64_t g : w.posed)
-        geom_pose(m, w.xpos.data(), w.xquat.data(), w.xmat.data(), g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
+    if (!posed) body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
+    const double *xpos = posed ? posed->body_xpos.data() : w.xpos.data();
+    const double *xquat = posed ? posed->body_xquat.data() : w.xquat.data();
+    const double *xmat = posed ? posed->body_xmat.data() : w.xmat.data();
+    for (int64_t g : w.posed) geom_pose(m, xpos, xquat, xmat, g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
     w.moved.clear();
 }
 
