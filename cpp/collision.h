@@ -70,10 +70,9 @@ struct CollisionWork : PoseWork {
         for (int64_t g = 0; g < m.ngeom && m.geom_collides; g++) proper = proper && !(m.geom_collides[g] && m.geom_pad[g] < 0);
         for (int64_t g = 0; g < m.ngroup && m.group_shrunk; g++) shrunk = shrunk || m.group_shrunk[g];
         sphere.resize(size_t(m.ncand)), narrow.resize(size_t(m.ncand));
-        for (int64_t k = 0; k < m.ncand; k++)
-            narrow[size_t(k)] = narrow_phase(m.geom_type[m.cand_geom[2 * k]], m.geom_type[m.cand_geom[2 * k + 1]]);
         for (int64_t k = 0; k < m.ncand; k++) {
             int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
+            narrow[size_t(k)] = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
             const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];
             double r1 = m.geom_rbound[g1], r2 = m.geom_rbound[g2], bound = param[0] + param[1];
             SphereTest &t = sphere[size_t(k)];
@@ -122,7 +121,7 @@ inline int sweep_axis(const Model &m, const CollisionWork &w) {
         double lo = INFINITY, hi = -INFINITY;
         for (int64_t k = 0; k < m.nsweep; k++) {
             double x = w.lo[size_t(3 * m.sweep_body[k] + a)];
-            lo = x < lo ? x : lo, hi = x > hi ? x : hi;                 // fmin, fmax inline (a NaN x skipped as by them)
+            lo = fmin_inline(x, lo), hi = fmax_inline(x, hi);            // a NaN x skipped
         }
         if (hi - lo > widest) widest = hi - lo, axis = a;
     }
