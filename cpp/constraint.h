@@ -197,6 +197,21 @@ struct ConstraintWork {
         int64_t made = 0;
     };
     std::vector<PgsOrders> pgs_orders;
+    // one PGS solve between pgs_setup and pgs_finish (solver.h's solve_pgs loop, or the lanes' pgs_together, which runs
+    // several solves' loops at once; workspace only, the same iterations): the iteration and the count k since
+    // Nesterov's last restart, the limits, the tolerance's scale, this iteration's extrapolation factor beta and visiting
+    // order, the last improvement; rows: every block one row (pgs_sweep_rows); kept: the kept orders (null: drawn from
+    // rng into pgs_order). pgs_defer: solve_with leaves a PGS solve set up (PGS_PENDING) for the caller to finish
+    struct PgsRun {
+        int64_t k = 0, it = 0, iterations = 0;
+        double tolerance = 0.0, scale = 0.0, beta = 0.0, improvement = 0.0;
+        bool rows = false;
+        PgsOrders *kept = nullptr;
+        uint64_t rng = 0;
+        const int *visit = nullptr;
+    };
+    PgsRun pgs;
+    bool pgs_defer = false;
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
     // SmoothLayout blocks
     const Kernels *lanes = nullptr;

@@ -314,7 +314,18 @@ struct Constrain {
                  const double *factor) = nullptr;
     void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
     void (*settle)(void *ctx, const double *qacc) = nullptr;          // the step's final qacc (nv): warm start, d.qacc
+    // the lanes' solves in three parts (null: accel alone): begin, accel's arguments, may leave a PGS solve set up
+    // (PGS_PENDING, no discrete step); together runs the pending solves of count contexts at once; finish ends one
+    // (qacc, qfrc and the warm start as accel's): the same numbers as accel
+    int (*begin)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
+                 double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
+                 const double *factor) = nullptr;
+    void (*together)(void *const *ctx, int count) = nullptr;
+    int (*finish)(void *ctx, const Data<double> &d, const double *q, const double *qd, double *qacc, double *qfrc,
+                  bool update_warm) = nullptr;
 };
+// Constrain::begin's status when its PGS solve waits for together and finish (never a kernel's result)
+constexpr int PGS_PENDING = -2;
 
 // the constrained solves of a block of lanes (the laned steppers' Constrain, cpp/forward.h's constrained_solve): lane
 // l's Constrain (its trajectory's context) for l < count, the lanes past count repeating lane count - 1's result; and

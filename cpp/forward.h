@@ -179,6 +179,13 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         apart(d.qL.data(), nM, [&](int64_t l) { return con.factor.data() + l * (nM + nv); });
         apart(d.qLinv.data(), nv, [&](int64_t l) { return con.factor.data() + l * (nM + nv) + nM; });
     }
+    auto back = [&](int64_t l) {                                       // lane l's qacc, qfrc into the lanes repeating it
+        for (int64_t k = l; k < (l == count - 1 ? int64_t(lanes_of<L>) : l + 1); k++)
+            for (size_t j = 0; j < nv; j++) qacc[j][k] = con.qacc[j], qfrc[j][k] = con.qfrc[j];
+    };
+    int64_t pending[BLOCK];                                            // the lanes whose PGS solves wait (Constrain::begin)
+    void *ctx[BLOCK];
+    int np = 0;
     for (int64_t l = 0; l < count; l++) {
         auto take = [l](const L *from, size_t n, double *to) {
             for (size_t e = 0; e < n; e++) to[e] = from[e][l];
@@ -190,12 +197,26 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         }
         const Constrain &c = con.lane[l];
         const size_t a = size_t(l);
-        int st = c.accel(c.ctx, con.d[a], con.q.data() + a * nq, con.qd.data() + a * nv, con.M.data() + a * nM,
-                         con.f.data() + a * nv, con.qacc.data(), con.qfrc.data(), update_warm, nullptr,
-                         factored ? con.factor.data() + a * (nM + nv) : nullptr);
+        // observed: each lane's solve whole (its observed fields read con.one as taken above)
+        auto accel = c.begin && !con.one ? c.begin : c.accel;
+        int st = accel(c.ctx, con.d[a], con.q.data() + a * nq, con.qd.data() + a * nv, con.M.data() + a * nM,
+                       con.f.data() + a * nv, con.qacc.data(), con.qfrc.data(), update_warm, nullptr,
+                       factored ? con.factor.data() + a * (nM + nv) : nullptr);
+        if (st == PGS_PENDING) {
+            pending[np] = l, ctx[np++] = c.ctx;
+            continue;
+        }
         if (st != OK) return st;
-        for (int64_t k = l; k < (l == count - 1 ? int64_t(lanes_of<L>) : l + 1); k++)   // the lanes repeating l too
-            for (size_t j = 0; j < nv; j++) qacc[j][k] = con.qacc[j], qfrc[j][k] = con.qfrc[j];
+        back(l);
+    }
+    if (np) con.lane[pending[0]].together(ctx, np);                   // the pending solves' sweeps interleaved
+    for (int p = 0; p < np; p++) {
+        const int64_t l = pending[p];
+        const size_t a = size_t(l);
+        int st = con.lane[l].finish(ctx[p], con.d[a], con.q.data() + a * nq, con.qd.data() + a * nv, con.qacc.data(),
+                                    con.qfrc.data(), update_warm);
+        if (st != OK) return st;
+        back(l);
     }
     return OK;
 }

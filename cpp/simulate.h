@@ -123,6 +123,19 @@ inline void solve_rows(ConstrainedRun &s, const Data<double> &stages, const doub
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
 }
 
+// constrained_accel after its solve: qacc, qfrc (discrete: J^T force, else balanced_constraint_force), the warm start
+// and the observed fields
+inline int constrained_end(ConstrainedRun &s, const Data<double> &stages, const double *q, const double *qd, double *qacc,
+                           double *qfrc, bool update_warm, bool discrete) {
+    std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
+    if (discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
+    else balanced_constraint_force(s.m, s.c, qfrc);                  // what (M - h D) a = f + qfrc integrates
+    if (update_warm) std::copy(qacc, qacc + s.m.nv, s.warm.begin());
+    if (s.obs.out && update_warm && s.step == s.observed)            // the last step's last evaluation: the observed
+        observe_accel(s, stages, q, qd, qacc, qfrc);                 // fields once (the rollout keeps the last step's)
+    return OK;
+}
+
 // Constrain::accel: the rows at (q, qd) (solve_rows), Newton's method on M a = f + J^T efc_force from the warm
 // start; qacc and qfrc_constraint = J^T efc_force out; M on the tree's pattern (the steppers', cpp/forward.h); discrete:
 // M the discrete step's metric, the rows at the end of its step, the dofs they move into discrete->row_dofs; factor:
@@ -153,14 +166,32 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
                         discrete ? discrete->bare_diag : nullptr);    // discrete: the mass matrix scales the tolerances
     s.c.coupled = false, s.c.coupling = nullptr;
     if (C && s.c.pcg_capped >= 0.0) *discrete->capped = s.c.pcg_capped;
-    if (st != OK) return st;
-    std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
-    if (discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
-    else balanced_constraint_force(m, s.c, qfrc);                    // what (M - h D) a = f + qfrc integrates
-    if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
-    if (s.obs.out && update_warm && s.step == s.observed)            // the last step's last evaluation: the observed
-        observe_accel(s, stages, q, qd, qacc, qfrc);                 // fields once (the rollout keeps the last step's)
-    return OK;
+    if (st != OK) return st;                                         // PGS_PENDING too: constrained_finish's
+    return constrained_end(s, stages, q, qd, qacc, qfrc, update_warm, discrete != nullptr);
+}
+
+// Constrain::begin: constrained_accel with a PGS solve on all rows (no discrete step, no noslip) left set up in s.c
+// (PGS_PENDING), else constrained_accel's
+inline int constrained_begin(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
+                             const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
+                             const double *factor) {
+    static_cast<ConstrainedRun *>(ctx)->c.pgs_defer = discrete == nullptr;
+    return constrained_accel(ctx, stages, q, qd, M, f, qacc, qfrc, update_warm, discrete, factor);
+}
+
+// Constrain::together: the pending PGS solves of count contexts' workspaces at once (pgs_together)
+inline void constrained_together(void *const *ctx, int count) {
+    ConstraintWork *w[BLOCK];
+    for (int a = 0; a < count; a++) w[a] = &static_cast<ConstrainedRun *>(ctx[a])->c;
+    pgs_together(w, count);
+}
+
+// Constrain::finish: a pending PGS solve's end (pgs_finish) and constrained_accel's after its solve
+inline int constrained_finish(void *ctx, const Data<double> &stages, const double *q, const double *qd, double *qacc,
+                              double *qfrc, bool update_warm) {
+    ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
+    pgs_finish(s.m, s.c, s.sol);
+    return constrained_end(s, stages, q, qd, qacc, qfrc, update_warm, false);
 }
 
 // Constrain::settle (forward.DynamicsEvaluator.settle): the step's final qacc (the discrete step's standalone free
@@ -197,7 +228,8 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n + l) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
         run.ncon = run.near = -1, run.step = k0, run.observed = r.steps - 1;
-        con[l] = Constrain{&run, constrained_accel, constrained_stepped, constrained_settle};
+        con[l] = Constrain{&run, constrained_accel, constrained_stepped, constrained_settle, constrained_begin,
+                           constrained_together, constrained_finish};
     }
     LaneConstrain &solve = sim.lane_solve;
     solve.lane = con, solve.count = count, solve.one = r.observe ? &sim.w : nullptr;

@@ -1591,15 +1591,17 @@ inline void pgs_start(ConstraintWork &w, const std::vector<double> &AR, const st
     if (!chosen && cost > 0) std::fill(force, force + n, 0.0);
 }
 
-inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
-                     int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
+// solve_pgs up to its loop, into w.pgs (the loop: pgs_extrapolate, a sweep, pgs_advance; then pgs_finish): M factored
+// when given, AR, b, the warm start's forces, the tolerance's scale (0: tolerance_scale), the blocks, the bounds and
+// the visiting orders; OK or SINGULAR
+inline int pgs_setup(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                     int64_t iterations, double scale, bool chosen) {
     const Rows &r = w.r;
-    int nv = m.nv, n = r.nefc;
+    int n = r.nefc;
     for (auto *x : {&w.force, &w.jar, &w.wforce})
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
-    double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     if (M) {
         tree_pack(m, M, w.Mt.data());
         if (!factor_mass(m, w)) return SINGULAR;
@@ -1614,71 +1616,187 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     double *force = w.force.data();
     std::fill(force, force + n, 0.0);
     if (warmstart) pgs_start(w, AR, b, warmstart, chosen);               // the rows' forces at the warm start, if cost <= 0
-    if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
-    std::vector<int> &first = w.pgs_first, &dims = w.pgs_dims, &order = w.pgs_order;
-    pgs_blocks(r, first, dims);
+    ConstraintWork::PgsRun &p = w.pgs;
+    p.scale = scale == 0.0 ? tolerance_scale(m, w.Mt.data()) : scale;
+    p.tolerance = tolerance, p.iterations = iterations, p.k = 0, p.it = 0, p.improvement = 0.0;
+    std::vector<int> &first = w.pgs_first, &order = w.pgs_order;
+    pgs_blocks(r, first, w.pgs_dims);
     const size_t nb = first.size();
     order.resize(nb);
     for (size_t k = 0; k < nb; k++) order[k] = int(k);
     mod_magics(w.pgs_magic, nb);                                       // the shuffle's moduli 1 .. nblocks
-    uint64_t rng = 0;                                                  // MuJoCo's seed: state 0, one draw
-    pcg32(rng);
-    ConstraintWork::PgsOrders *kept = nb <= PGS_KEPT_BLOCKS ? &pgs_orders_of(w, nb) : nullptr;   // else drawn here
-    const bool rows = nb == N;                                         // every block one row: pgs_sweep_rows
-    std::vector<double> &previous = w.pgs_previous, &momentum = w.pgs_momentum, &lower = w.pgs_lower, &upper = w.pgs_upper;
-    previous.assign(force, force + n), momentum.resize(N);
-    pgs_bounds(r, lower, upper);
-    int64_t k = 0, it = 0;
-    double improvement = 0.0;
-    while (it < iterations) {
-        // Nesterov: f += beta (f - f_prev), projected (momentum); f_prev the value before
-        double beta = it > 0 ? double(k - 1) / double(k + 2) : 0.0;
-        auto extrapolated = [&](int i) {                               // f_i + beta (f_i - f_prev_i), f_prev_i <- f_i
-            double saved = force[i], f = saved + beta * (saved - previous[size_t(i)]);
-            previous[size_t(i)] = saved;
-            return f;
-        };
-        if (beta > 0 && rows) {                                        // one pass: extrapolated, projected, kept
-            for (int i = 0; i < n; i++) {
-                double f = std::min(std::max(extrapolated(i), lower[size_t(i)]), upper[size_t(i)]);
-                force[i] = f, momentum[size_t(i)] = f;
-            }
-        } else if (beta > 0) {
-            for (int i = 0; i < n; i++) force[i] = extrapolated(i);
-            project_cone(r, force, first, dims);
-            std::copy(force, force + n, momentum.begin());
-        } else {                                                       // momentum = f_prev = f: no restart test below
-            std::copy(force, force + n, previous.begin());
-        }
-        const int *visit;                                              // this iteration's order of the blocks
-        if (kept && it < PGS_KEPT_ITERATIONS) {
-            visit = pgs_order_at(*kept, nb, it, w.pgs_magic);
-        } else {
-            if (kept && it == PGS_KEPT_ITERATIONS)                     // on from the last kept order
-                order.assign(kept->current.begin(), kept->current.end()), rng = kept->rng;
-            shuffle(order, rng, w.pgs_magic);
-            visit = order.data();
-        }
-        improvement = scale * (rows ? pgs_sweep_rows(n, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(),
-                                                     upper.data(), force, visit)
-                                    : pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), lower.data(), upper.data(),
-                                                force, first, dims, visit));
-        // restart when the sweep's correction opposes the extrapolation (none without one: each term (f - m) 0, never < 0)
-        double opposed = 0.0;
-        if (beta > 0)
-            for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);
-        k = it > 0 && opposed < 0 ? 0 : k + 1;
-        it++;
-        if (improvement < tolerance) break;
-    }
-    // qacc = a0 + M^-1 J^T f
-    double *qacc = w.qacc.data();
-    rows_transpose_times(r, force, qacc);
-    tree_solve(m, LM, LMinv, qacc);
-    for (int j = 0; j < nv; j++) qacc[j] += w.qacc_smooth[size_t(j)];
-    dual_state(r, force, first, dims, w.state.data());
-    sol.iterations = it, sol.improvement = improvement, sol.converged = improvement < tolerance;
+    p.rng = 0;                                                         // MuJoCo's seed: state 0, one draw
+    pcg32(p.rng);
+    p.kept = nb <= PGS_KEPT_BLOCKS ? &pgs_orders_of(w, nb) : nullptr;  // else drawn here
+    p.rows = nb == N;                                                  // every block one row: pgs_sweep_rows
+    w.pgs_previous.assign(force, force + n), w.pgs_momentum.resize(N);
+    pgs_bounds(r, w.pgs_lower, w.pgs_upper);
     return OK;
+}
+
+// an iteration's start (solve_pgs's): Nesterov's f += beta (f - f_prev), projected (momentum), f_prev the value before;
+// the iteration's visiting order of the blocks into w.pgs.visit
+inline void pgs_extrapolate(ConstraintWork &w) {
+    const Rows &r = w.r;
+    ConstraintWork::PgsRun &p = w.pgs;
+    int n = r.nefc;
+    double *force = w.force.data(), *previous = w.pgs_previous.data(), *momentum = w.pgs_momentum.data();
+    const double beta = p.it > 0 ? double(p.k - 1) / double(p.k + 2) : 0.0;
+    p.beta = beta;
+    auto extrapolated = [&](int i) {                                   // f_i + beta (f_i - f_prev_i), f_prev_i <- f_i
+        double saved = force[i], f = saved + beta * (saved - previous[i]);
+        previous[i] = saved;
+        return f;
+    };
+    if (beta > 0 && p.rows) {                                          // one pass: extrapolated, projected, kept
+        const double *lower = w.pgs_lower.data(), *upper = w.pgs_upper.data();
+        for (int i = 0; i < n; i++) {
+            double f = std::min(std::max(extrapolated(i), lower[i]), upper[i]);
+            force[i] = f, momentum[i] = f;
+        }
+    } else if (beta > 0) {
+        for (int i = 0; i < n; i++) force[i] = extrapolated(i);
+        project_cone(r, force, w.pgs_first, w.pgs_dims);
+        std::copy(force, force + n, momentum);
+    } else {                                                           // momentum = f_prev = f: no restart test below
+        std::copy(force, force + n, previous);
+    }
+    const size_t nb = w.pgs_first.size();
+    if (p.kept && p.it < PGS_KEPT_ITERATIONS) {
+        p.visit = pgs_order_at(*p.kept, nb, p.it, w.pgs_magic);
+    } else {
+        if (p.kept && p.it == PGS_KEPT_ITERATIONS)                     // on from the last kept order
+            w.pgs_order.assign(p.kept->current.begin(), p.kept->current.end()), p.rng = p.kept->rng;
+        shuffle(w.pgs_order, p.rng, w.pgs_magic);
+        p.visit = w.pgs_order.data();
+    }
+}
+
+// an iteration's sweep over w.pgs.visit (solve_pgs's): its improvement before the scale
+inline double pgs_sweep_of(ConstraintWork &w) {
+    const Rows &r = w.r;
+    const ConstraintWork::PgsRun &p = w.pgs;
+    return p.rows ? pgs_sweep_rows(r.nefc, w.dual_A.data(), w.dual_inv.data(), w.dual_diag.data(), w.dual_b.data(),
+                                   w.pgs_lower.data(), w.pgs_upper.data(), w.force.data(), p.visit)
+                  : pgs_sweep(r, w.dual_A.data(), w.dual_inv.data(), w.dual_diag.data(), w.dual_b.data(), w.pgs_lower.data(),
+                              w.pgs_upper.data(), w.force.data(), w.pgs_first, w.pgs_dims, p.visit);
+}
+
+// an iteration's end after its sweep improved the cost by swept (unscaled; solve_pgs's): the restart test (a
+// correction that opposes the extrapolation; none without one: each term (f - m) 0, never < 0), the count; true while
+// the solve goes on (iterations left, the scaled improvement not below the tolerance)
+inline bool pgs_advance(ConstraintWork &w, double swept) {
+    ConstraintWork::PgsRun &p = w.pgs;
+    const int n = w.r.nefc;
+    const double *force = w.force.data(), *momentum = w.pgs_momentum.data(), *previous = w.pgs_previous.data();
+    p.improvement = p.scale * swept;
+    double opposed = 0.0;
+    if (p.beta > 0)
+        for (int i = 0; i < n; i++) opposed += (force[i] - momentum[i]) * (momentum[i] - previous[i]);
+    p.k = p.it > 0 && opposed < 0 ? 0 : p.k + 1;
+    p.it++;
+    return !(p.improvement < p.tolerance) && p.it < p.iterations;
+}
+
+// a PGS solve's end (solve_pgs's, mj_dualFinish): qacc = a0 + M^-1 J^T f, the rows' dual states, sol
+inline void pgs_finish(const Model &m, ConstraintWork &w, Solution &sol) {
+    const Rows &r = w.r;
+    double *qacc = w.qacc.data();
+    rows_transpose_times(r, w.force.data(), qacc);
+    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc);
+    for (int j = 0; j < m.nv; j++) qacc[j] += w.qacc_smooth[size_t(j)];
+    dual_state(r, w.force.data(), w.pgs_first, w.pgs_dims, w.state.data());
+    const ConstraintWork::PgsRun &p = w.pgs;
+    sol.iterations = p.it, sol.improvement = p.improvement, sol.converged = p.improvement < p.tolerance;
+}
+
+// the constrained accelerations by MuJoCo's projected Gauss-Seidel on the dual problem (solver.solve_pgs): forces f
+// minimising 1/2 f^T AR f + f^T b, AR = J M^-1 J^T + diag(R), b = J a0 - aref, in each row's set, Nesterov's
+// extrapolation with restart and sweeps in MuJoCo's PCG32 order, stopped by the scaled improvement (1 / trace(M)) or
+// the iteration limit; then qacc = a0 + M^-1 J^T f (mj_dualFinish). M as for solve; SINGULAR when M is not positive
+// definite
+inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                     int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
+    int st = pgs_setup(m, w, M, warmstart, tolerance, iterations, scale, chosen);
+    if (st != OK) return st;
+    if (iterations > 0)
+        do pgs_extrapolate(w);
+        while (pgs_advance(w, pgs_sweep_of(w)));
+    pgs_finish(m, w, sol);
+    return OK;
+}
+
+// the one-row sweeps of up to BLOCK solves (w[a], each set up with its visiting order made: pgs_extrapolate), row by
+// row in turn (a row's residual waits on the force just stored, so the solves' chains overlap), each solve's operations
+// and order pgs_sweep_rows'; each's improvement before the scale into swept[a]. Wide: the residual's sums in one vector
+// (wide.h's dot_sums, dot_mj's numbers), for the AVX2 variant
+template <bool Wide>
+__attribute__((always_inline)) inline void sweep_rows_together(ConstraintWork *const *w, int count, double *swept) {
+    struct Lane {
+        int n;
+        const double *AR, *ARinv, *ARdiag, *b, *lower, *upper;
+        double *force;
+        const int *visit;
+    } lane[BLOCK];
+    int most = 0;
+    for (int a = 0; a < count; a++) {
+        ConstraintWork &x = *w[a];
+        lane[a] = Lane{x.r.nefc, x.dual_A.data(), x.dual_inv.data(), x.dual_diag.data(), x.dual_b.data(),
+                       x.pgs_lower.data(), x.pgs_upper.data(), x.force.data(), x.pgs.visit};
+        most = std::max(most, x.r.nefc), swept[a] = 0.0;
+    }
+    for (int o = 0; o < most; o++)
+        for (int a = 0; a < count; a++) {
+            const Lane &l = lane[a];
+            if (o >= l.n) continue;
+            int i = l.visit[o];
+            const double *Ai = l.AR + size_t(i) * size_t(l.n);
+            double res = l.b[i] + (Wide ? dot_sums(Ai, l.force, l.n) : dot_mj(Ai, l.force, l.n)), f;   // AR f + b
+            swept[a] -= pgs_row(res, l.force[i], l.ARinv[i], l.ARdiag[i], l.lower[i], l.upper[i], f);
+            l.force[i] = f;
+        }
+}
+using SweepRowsTogether = void (*)(ConstraintWork *const *, int, double *);
+PHYSAI_SCALAR_LOADS inline void sweep_rows_together_plain(ConstraintWork *const *w, int count, double *swept) {
+    sweep_rows_together<false>(w, count, swept);
+}
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+__attribute__((target("avx2"))) inline void sweep_rows_together_avx2(ConstraintWork *const *w, int count, double *swept) {
+    sweep_rows_together<true>(w, count, swept);
+}
+#else
+inline void sweep_rows_together_avx2(ConstraintWork *const *w, int count, double *swept) {
+    sweep_rows_together<false>(w, count, swept);
+}
+#endif
+// sweep_rows_together for the active instruction set (plain: dot_mj's scalar sums, faster than two SSE2 pairs)
+inline SweepRowsTogether pgs_sweep_rows_together() {
+    return wide_isa() == 0 ? sweep_rows_together_plain : sweep_rows_together_avx2;
+}
+
+// the loops of up to BLOCK PGS solves set up (pgs_setup) at once, each solve's iterations solve_pgs's (its
+// extrapolation, sweep, restart and stop), the one-row sweeps of the solves still running interleaved
+// (pgs_sweep_rows_together); then each is ended by pgs_finish (a workspace schedule: the same numbers as one by one)
+inline void pgs_together(ConstraintWork *const *w, int count) {
+    const SweepRowsTogether sweep_rows = pgs_sweep_rows_together();
+    ConstraintWork *running[BLOCK], *rows[BLOCK];
+    int nrun = 0;
+    for (int a = 0; a < count; a++)
+        if (w[a]->pgs.iterations > 0) running[nrun++] = w[a];
+    while (nrun) {
+        double swept[BLOCK], swept_rows[BLOCK];
+        int nrows = 0;
+        for (int a = 0; a < nrun; a++) {
+            pgs_extrapolate(*running[a]);
+            if (running[a]->pgs.rows) rows[nrows++] = running[a];
+        }
+        sweep_rows(rows, nrows, swept_rows);
+        for (int a = 0, k = 0; a < nrun; a++) swept[a] = running[a]->pgs.rows ? swept_rows[k++] : pgs_sweep_of(*running[a]);
+        int kept = 0;
+        for (int a = 0; a < nrun; a++)
+            if (pgs_advance(*running[a], swept[a])) running[kept++] = running[a];
+        nrun = kept;
+    }
 }
 
 // ---------------------------------------------------------------- noslip: the friction forces again (mj_solNoSlip)
@@ -2005,9 +2123,12 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
 // the solver m.opt_solver names on w's rows, then noslip (MuJoCo's mj_fwdConstraint; solver.solve_with): on each
 // island by itself when opt.island, else on all rows at once (as is one island over every dof: the same problem, without
 // the copies); inertia (nv): the mass matrix's diagonal whose trace scales the tolerances when M is not it (the
-// discrete step's metric; nullptr: M's)
+// discrete step's metric; nullptr: M's). With w.pgs_defer (once), a PGS solve on all rows without noslip is only set
+// up (pgs_setup: PGS_PENDING), for the lanes' pgs_together and pgs_finish
 inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol, const double *inertia = nullptr) {
+    const bool defer = w.pgs_defer;                                    // not the islands' solves
+    w.pgs_defer = false;
     if (m.opt_island && w.r.nefc) {
         std::vector<Island> &islands = w.islands;                      // kept storage (ConstraintWork::islands)
         partition(m, w.r, islands, w.island_scratch, w.coupled ? w.coupling : nullptr);
@@ -2019,6 +2140,10 @@ inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const 
         double trace = 0.0;
         for (int j = 0; j < m.nv; j++) trace += inertia[j];
         scale = 1.0 / (trace / m.nv * m.nv);                           // meaninertia of the mass matrix
+    }
+    if (defer && w.r.nefc && m.opt_solver == SOLVER_PGS && m.opt_noslip_iterations == 0) {   // left set up: the caller's
+        int st = pgs_setup(m, w, M, warmstart, tolerance, iterations, scale, false);          // loop and pgs_finish
+        return st == OK ? PGS_PENDING : st;
     }
     return run_solver(m, w, M, warmstart, tolerance, iterations, sol, scale, false);
 }

@@ -8,6 +8,7 @@
 //     rotate_run            a rank-1 update's row (rotate_runs)
 //     axpy_run              y -= L t (axpy_runs)
 //     divide_run            L = w / d, w = 0 (divide_runs)
+//     dot_sums              x . y in mju_dot's order, four sums in one vector (gram_run; solver.h's PGS sweeps together)
 //     gram_run              A = B^T B over the dofs each two rows share, in mju_dot's order (gram_runs; solver.h's dual_problem)
 #pragma once
 
@@ -160,29 +161,32 @@ __attribute__((always_inline)) inline void subtract_sources(const SubtractRows (
     }
 }
 
-// A_ik = A_ki = B_i . B_k for n rows B_i of B (nv apart), each over the dofs both reach ([lo, hi) of each; 0.0 when none)
-// in mju_dot's order: the four running sums (s0, s1, s2, s3) as one vector of four, (s0 + s2) + (s1 + s3), then the last
-// one to three entries added together; compiled plain (two SSE2 pairs) and for AVX2 (one vector): no FMA, the same results
+// x . y over len entries in mju_dot's order (solver.h's dot_mj): the four running sums (s0, s1, s2, s3) as one vector
+// of four, (s0 + s2) + (s1 + s3), then the last one to three entries added together; compiled plain (two SSE2 pairs) or
+// for AVX2 (one vector) by its caller: no FMA, the same results
 typedef double GramSums __attribute__((vector_size(32)));
+__attribute__((always_inline)) inline double dot_sums(const double *x, const double *y, int len) {
+    int j = 0;
+    GramSums acc = {0.0, 0.0, 0.0, 0.0};
+    for (; j + 4 <= len; j += 4) {
+        GramSums u, v;
+        std::memcpy(&u, x + j, sizeof u), std::memcpy(&v, y + j, sizeof v);
+        acc = acc + u * v;
+    }
+    double s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+    if (len - j == 3) s += x[j] * y[j] + x[j + 1] * y[j + 1] + x[j + 2] * y[j + 2];
+    else if (len - j == 2) s += x[j] * y[j] + x[j + 1] * y[j + 1];
+    else if (len - j == 1) s += x[j] * y[j];
+    return s;
+}
+
+// A_ik = A_ki = B_i . B_k for n rows B_i of B (nv apart), each over the dofs both reach ([lo, hi) of each; 0.0 when
+// none), dot_sums
 __attribute__((always_inline)) inline void gram_run(const double *B, const int *lo, const int *hi, int n, int nv, double *A) {
     for (int i = 0; i < n; i++)
         for (int k = 0; k <= i; k++) {
             int a = std::max(lo[i], lo[k]), e = std::min(hi[i], hi[k]);
-            double s = 0.0;
-            if (a < e) {
-                const double *x = B + size_t(i) * size_t(nv) + a, *y = B + size_t(k) * size_t(nv) + a;
-                int len = e - a, j = 0;
-                GramSums acc = {0.0, 0.0, 0.0, 0.0};
-                for (; j + 4 <= len; j += 4) {
-                    GramSums u, v;
-                    std::memcpy(&u, x + j, sizeof u), std::memcpy(&v, y + j, sizeof v);
-                    acc = acc + u * v;
-                }
-                s = (acc[0] + acc[2]) + (acc[1] + acc[3]);
-                if (len - j == 3) s += x[j] * y[j] + x[j + 1] * y[j + 1] + x[j + 2] * y[j + 2];
-                else if (len - j == 2) s += x[j] * y[j] + x[j + 1] * y[j + 1];
-                else if (len - j == 1) s += x[j] * y[j];
-            }
+            double s = a < e ? dot_sums(B + size_t(i) * size_t(nv) + a, B + size_t(k) * size_t(nv) + a, e - a) : 0.0;
             A[size_t(i) * size_t(n) + size_t(k)] = A[size_t(k) * size_t(n) + size_t(i)] = s;
         }
 }
