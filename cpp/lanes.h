@@ -10,7 +10,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace physai {
 
@@ -131,11 +133,46 @@ inline void sincos_any(double x, double &s, double &c) {
 inline void sincos_libm(double x, double &s, double &c) { s = std::sin(x), c = std::cos(x); }
 
 #if PHYSAI_LANES
-// the lanes apart: to[l][e] = from[e][l] for e < n and the first count lanes (count <= lanes_of<L>), each entry loaded
-// once and its lanes stored to their states' arrays (a copy)
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)        // __builtin_shufflevector
+#define PHYSAI_SHUFFLE 1
+// one step of a transpose of W rows of lanes: rows i and j = i + B (i & B == 0) exchange their off-diagonal blocks of
+// B entries (i's entries x with x & B from j, j's without from i); after B = 1, 2, .. W / 2 row l holds lane l
+template <class L, int B, size_t... X> inline void swap_blocks(L &a, L &b, std::index_sequence<X...>) {
+    constexpr int W = lanes_of<L>;
+    const L lo = __builtin_shufflevector(a, b, int((X & B) == 0 ? X : W + X - B)...);
+    const L hi = __builtin_shufflevector(a, b, int((X & B) == 0 ? X + B : W + X)...);
+    a = lo, b = hi;
+}
+template <class L, int B> inline void transpose_step(L *r) {
+    for (int i = 0; i < lanes_of<L>; i++)
+        if ((i & B) == 0) swap_blocks<L, B>(r[i], r[i + B], std::make_index_sequence<lanes_of<L>>{});
+}
+// W rows of lanes r[k][l] into r[l][k] (W = lanes_of<L>)
+template <class L> inline void transpose_lanes(L *r) {
+    transpose_step<L, 1>(r);
+    if constexpr (lanes_of<L> > 2) transpose_step<L, 2>(r);
+    if constexpr (lanes_of<L> > 4) transpose_step<L, 4>(r);
+}
+#else
+#define PHYSAI_SHUFFLE 0
+#endif
+
+// the lanes apart: to[l][e] = from[e][l] for e < n and the first count lanes (count <= lanes_of<L>), a copy; a full
+// block W entries at a time (transposed in registers, each lane's W entries stored together), else each entry loaded
+// once and its lanes stored to their states' arrays
 template <class L> inline void lanes_apart(const L *from, size_t n, double *const *to, int64_t count) {
     if (count == lanes_of<L>) {                                         // a full block: its lanes known
-        for (size_t e = 0; e < n; e++) {
+        size_t e = 0;
+#if PHYSAI_SHUFFLE
+        constexpr int W = lanes_of<L>;
+        for (; e + W <= n; e += W) {
+            L r[W];
+            for (int k = 0; k < W; k++) r[k] = from[e + k];
+            transpose_lanes(r);
+            for (int l = 0; l < W; l++) std::memcpy(to[l] + e, &r[l], sizeof(L));
+        }
+#endif
+        for (; e < n; e++) {
             const L v = from[e];
             for (int l = 0; l < lanes_of<L>; l++) to[l][e] = v[l];
         }
