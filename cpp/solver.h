@@ -5,7 +5,11 @@
 //     solve(m, w, ...)                           Newton's method with an exact line search (mj_solNewton's stopping
 //                                                rules), from the unconstrained accelerations or a warm start
 //     solve_cg(m, w, ...)                        conjugate gradients on the same primal problem (mj_solCG)
-//     solve_pgs(m, w, ...)                       projected Gauss-Seidel on the dual problem (mj_solPGS), AR dense
+//     solve_pgs(m, w, ...)                       projected Gauss-Seidel on the dual problem (mj_solPGS), AR dense:
+//                                                pgs_setup, then pgs_extrapolate, a sweep and pgs_advance each
+//                                                iteration, then pgs_finish
+//     pgs_together(w, count)                     the iterations of several solves set up at once, their one-row sweeps
+//                                                interleaved (the constrained lanes'; a schedule, the same numbers)
 //     noslip(m, w, ...)                          the friction forces again without R (mj_solNoSlip)
 //     solve_with(m, w, ...)                      the one m.opt_solver names, then noslip: on each island alone
 //                                                (island.h) when m.opt_island
