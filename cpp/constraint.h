@@ -201,7 +201,7 @@ struct ConstraintWork {
     // several solves' loops at once; workspace only, the same iterations): the iteration and the count k since
     // Nesterov's last restart, the limits, the tolerance's scale, this iteration's extrapolation factor beta and visiting
     // order, the last improvement; rows: every block one row (pgs_sweep_rows); kept: the kept orders (null: drawn from
-    // rng into pgs_order). pgs_defer: solve_with leaves a PGS solve set up (PGS_PENDING) for the caller to finish
+    // rng into pgs_order)
     struct PgsRun {
         int64_t k = 0, it = 0, iterations = 0;
         double tolerance = 0.0, scale = 0.0, beta = 0.0, improvement = 0.0;
@@ -211,7 +211,7 @@ struct ConstraintWork {
         const int *visit = nullptr;
     };
     PgsRun pgs;
-    bool pgs_defer = false;
+    bool pgs_defer = false;                         // solve_with's next PGS solve only set up (PGS_PENDING), once
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
     // SmoothLayout blocks
     const Kernels *lanes = nullptr;

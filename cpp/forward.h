@@ -139,7 +139,9 @@ inline int constrained_solve(const Model &, const Constrain &con, SimData<double
 // posing them one state at a time: Data::body_posed), state, M, f and factor taken apart into its own copies
 // (lanes_apart), then each lane's state in turn through
 // its trajectory's Constrain::accel with its lane of the factor (the rows and the solver differ per state), its qacc
-// and qfrc back into the lane; the first status that is not OK
+// and qfrc back into the lane; with Constrain::begin (not observed) the lanes' PGS solves are set up in turn, run
+// together (Constrain::together: their sweeps interleaved) and ended in lane order (Constrain::finish). The first
+// status that is not OK
 template <class L> int constrained_solve(const Model &m, const LaneConstrain &con, SimData<L> &w, const L *q, const L *qd,
                                          const L *M, const L *f, L *qacc, L *qfrc, bool update_warm) {
     size_t nq = size_t(m.nq), nv = size_t(m.nv), nM = size_t(tree_nnz(m));
@@ -202,7 +204,7 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         int st = accel(c.ctx, con.d[a], con.q.data() + a * nq, con.qd.data() + a * nv, con.M.data() + a * nM,
                        con.f.data() + a * nv, con.qacc.data(), con.qfrc.data(), update_warm, nullptr,
                        factored ? con.factor.data() + a * (nM + nv) : nullptr);
-        if (st == PGS_PENDING) {
+        if (st == PGS_PENDING && accel == c.begin) {
             pending[np] = l, ctx[np++] = c.ctx;
             continue;
         }

@@ -175,8 +175,11 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
 inline int constrained_begin(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
                              const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
                              const double *factor) {
-    static_cast<ConstrainedRun *>(ctx)->c.pgs_defer = discrete == nullptr;
-    return constrained_accel(ctx, stages, q, qd, M, f, qacc, qfrc, update_warm, discrete, factor);
+    ConstraintWork &w = static_cast<ConstrainedRun *>(ctx)->c;
+    w.pgs_defer = discrete == nullptr;
+    int st = constrained_accel(ctx, stages, q, qd, M, f, qacc, qfrc, update_warm, discrete, factor);
+    w.pgs_defer = false;                                             // not left for a later solve (an early return)
+    return st;
 }
 
 // Constrain::together: the pending PGS solves of count contexts' workspaces at once (pgs_together)
@@ -186,7 +189,7 @@ inline void constrained_together(void *const *ctx, int count) {
     pgs_together(w, count);
 }
 
-// Constrain::finish: a pending PGS solve's end (pgs_finish) and constrained_accel's after its solve
+// Constrain::finish: a pending PGS solve's end (pgs_finish) and constrained_accel's after its solve (always OK)
 inline int constrained_finish(void *ctx, const Data<double> &stages, const double *q, const double *qd, double *qacc,
                               double *qfrc, bool update_warm) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);

@@ -1424,15 +1424,17 @@ inline void pgs_elliptic(const Rows &r, double *force, int i, int dim, const dou
     std::copy(v, v + n, force + i + 1);
 }
 
-// a one-row block's update from its residual res = (AR f + b)_i and force old: f = old - res / AR_ii into [lower,
-// upper] (pgs_bounds: project_cone's number), or old when the cost's change 1/2 delta^2 AR_ii + delta res is above 1e-10;
-// returns the change (0 when kept), f into f (pgs_sweep's and pgs_sweep_rows' one step)
-__attribute__((always_inline)) inline double pgs_row(double res, double old, double ARinv, double ARdiag, double lower,
-                                                     double upper, double &f) {
-    f = std::min(std::max(old - res * ARinv, lower), upper);
+// a one-row block's update from its residual res = (AR f + b)_i: f_i = old - res / AR_ii into [lower, upper]
+// (pgs_bounds: project_cone's number), or old when the cost's change 1/2 delta^2 AR_ii + delta res is above 1e-10;
+// returns the change (0 when kept) (pgs_sweep's, pgs_sweep_rows' and sweep_rows_together's one step)
+__attribute__((always_inline)) inline double pgs_row(double res, int i, const double *ARinv, const double *ARdiag,
+                                                     const double *lower, const double *upper, double *force) {
+    const double old = force[i];
+    double f = std::min(std::max(old - res * ARinv[i], lower[i]), upper[i]);
     double delta = f - old;
-    double change = 0.5 * delta * delta * ARdiag + delta * res;
+    double change = 0.5 * delta * delta * ARdiag[i] + delta * res;
     if (change > 1e-10) f = old, change = 0.0;
+    force[i] = f;
     return change;
 }
 
@@ -1448,9 +1450,7 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, con
         int k = order[o], i = first[size_t(k)], dim = dims[size_t(k)];
         double res[6], old[6], A[36];
         if (dim == 1) {                                                // one row (pgs_row), its residual AR f + b
-            double f;
-            improvement -= pgs_row(b[i] + dot_mj(AR + size_t(i) * n, force, n), force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);
-            force[i] = f;
+            improvement -= pgs_row(b[i] + dot_mj(AR + size_t(i) * n, force, n), i, ARinv, ARdiag, lower, upper, force);
             continue;
         }
         for (int j = 0; j < dim; j++) res[j] = b[i + j] + dot_mj(AR + size_t(i + j) * n, force, n);   // the residual AR f + b
@@ -1494,9 +1494,8 @@ PHYSAI_SCALAR_LOADS inline double pgs_sweep_rows_t(int n, const double *AR, cons
     const int n4 = n - T;
     for (int o = 0; o < n; o++) {
         int i = order[o];
-        double res = b[i] + dot_mj_tail<T>(AR + size_t(i) * size_t(n), force, n4), f;   // the residual AR f + b
-        improvement -= pgs_row(res, force[i], ARinv[i], ARdiag[i], lower[i], upper[i], f);
-        force[i] = f;
+        double res = b[i] + dot_mj_tail<T>(AR + size_t(i) * size_t(n), force, n4);     // the residual AR f + b
+        improvement -= pgs_row(res, i, ARinv, ARdiag, lower, upper, force);
     }
     return improvement;
 }
@@ -1574,11 +1573,6 @@ inline const int *pgs_order_at(ConstraintWork::PgsOrders &kept, size_t nb, int64
     return kept.orders.data() + size_t(it) * nb;
 }
 
-// the constrained accelerations by MuJoCo's projected Gauss-Seidel on the dual problem (solver.solve_pgs): forces f
-// minimising 1/2 f^T AR f + f^T b, AR = J M^-1 J^T + diag(R), b = J a0 - aref, in each row's set, Nesterov's
-// extrapolation with restart and sweeps in MuJoCo's PCG32 order, stopped by the scaled improvement (1 / trace(M)) or
-// the iteration limit; then qacc = a0 + M^-1 J^T f (mj_dualFinish). M as for solve; SINGULAR when M is not positive
-// definite.
 // the rows' forces at J warmstart - aref into w.force, zero when their dual cost f^T b + 1/2 f^T AR f is positive
 // (unless chosen: an island's, whose start the whole problem chose) (_pgs_start)
 inline void pgs_start(ConstraintWork &w, const std::vector<double> &AR, const std::vector<double> &b,
@@ -1677,7 +1671,7 @@ inline void pgs_extrapolate(ConstraintWork &w) {
 }
 
 // an iteration's sweep over w.pgs.visit (solve_pgs's): its improvement before the scale
-inline double pgs_sweep_of(ConstraintWork &w) {
+inline double pgs_sweep_once(ConstraintWork &w) {
     const Rows &r = w.r;
     const ConstraintWork::PgsRun &p = w.pgs;
     return p.rows ? pgs_sweep_rows(r.nefc, w.dual_A.data(), w.dual_inv.data(), w.dual_diag.data(), w.dual_b.data(),
@@ -1725,12 +1719,12 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     if (st != OK) return st;
     if (iterations > 0)
         do pgs_extrapolate(w);
-        while (pgs_advance(w, pgs_sweep_of(w)));
+        while (pgs_advance(w, pgs_sweep_once(w)));
     pgs_finish(m, w, sol);
     return OK;
 }
 
-// the one-row sweeps of up to BLOCK solves (w[a], each set up with its visiting order made: pgs_extrapolate), row by
+// the one-row sweeps of count <= BLOCK solves (w[a], each set up with its visiting order made: pgs_extrapolate), row by
 // row in turn (a row's residual waits on the force just stored, so the solves' chains overlap), each solve's operations
 // and order pgs_sweep_rows'; each's improvement before the scale into swept[a]. Wide: the residual's sums in one vector
 // (wide.h's dot_sums, dot_mj's numbers), for the AVX2 variant
@@ -1755,9 +1749,8 @@ __attribute__((always_inline)) inline void sweep_rows_together(ConstraintWork *c
             if (o >= l.n) continue;
             int i = l.visit[o];
             const double *Ai = l.AR + size_t(i) * size_t(l.n);
-            double res = l.b[i] + (Wide ? dot_sums(Ai, l.force, l.n) : dot_mj(Ai, l.force, l.n)), f;   // AR f + b
-            swept[a] -= pgs_row(res, l.force[i], l.ARinv[i], l.ARdiag[i], l.lower[i], l.upper[i], f);
-            l.force[i] = f;
+            double res = l.b[i] + (Wide ? dot_sums(Ai, l.force, l.n) : dot_mj(Ai, l.force, l.n));     // AR f + b
+            swept[a] -= pgs_row(res, i, l.ARinv, l.ARdiag, l.lower, l.upper, l.force);
         }
 }
 using SweepRowsTogether = void (*)(ConstraintWork *const *, int, double *);
@@ -1778,28 +1771,28 @@ inline SweepRowsTogether pgs_sweep_rows_together() {
     return wide_isa() == 0 ? sweep_rows_together_plain : sweep_rows_together_avx2;
 }
 
-// the loops of up to BLOCK PGS solves set up (pgs_setup) at once, each solve's iterations solve_pgs's (its
-// extrapolation, sweep, restart and stop), the one-row sweeps of the solves still running interleaved
-// (pgs_sweep_rows_together); then each is ended by pgs_finish (a workspace schedule: the same numbers as one by one)
+// the loops of count <= BLOCK PGS solves set up (pgs_setup) at once, each solve's iterations solve_pgs's (its
+// extrapolation, sweep, restart and stop), the one-row sweeps of the solves still going interleaved
+// (sweep_rows_together); the caller ends each by pgs_finish (a workspace schedule: the same numbers as one by one)
 inline void pgs_together(ConstraintWork *const *w, int count) {
     const SweepRowsTogether sweep_rows = pgs_sweep_rows_together();
-    ConstraintWork *running[BLOCK], *rows[BLOCK];
-    int nrun = 0;
+    ConstraintWork *going[BLOCK], *one_row[BLOCK];
+    int ngoing = 0;
     for (int a = 0; a < count; a++)
-        if (w[a]->pgs.iterations > 0) running[nrun++] = w[a];
-    while (nrun) {
+        if (w[a]->pgs.iterations > 0) going[ngoing++] = w[a];
+    while (ngoing) {
         double swept[BLOCK], swept_rows[BLOCK];
         int nrows = 0;
-        for (int a = 0; a < nrun; a++) {
-            pgs_extrapolate(*running[a]);
-            if (running[a]->pgs.rows) rows[nrows++] = running[a];
+        for (int a = 0; a < ngoing; a++) {
+            pgs_extrapolate(*going[a]);
+            if (going[a]->pgs.rows) one_row[nrows++] = going[a];
         }
-        sweep_rows(rows, nrows, swept_rows);
-        for (int a = 0, k = 0; a < nrun; a++) swept[a] = running[a]->pgs.rows ? swept_rows[k++] : pgs_sweep_of(*running[a]);
-        int kept = 0;
-        for (int a = 0; a < nrun; a++)
-            if (pgs_advance(*running[a], swept[a])) running[kept++] = running[a];
-        nrun = kept;
+        sweep_rows(one_row, nrows, swept_rows);
+        for (int a = 0, k = 0; a < ngoing; a++) swept[a] = going[a]->pgs.rows ? swept_rows[k++] : pgs_sweep_once(*going[a]);
+        int still = 0;
+        for (int a = 0; a < ngoing; a++)
+            if (pgs_advance(*going[a], swept[a])) going[still++] = going[a];
+        ngoing = still;
     }
 }
 

@@ -313,6 +313,43 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
             assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
 
 
+@pytest.mark.parametrize("tolerance, iterations", [(0.0, 150), (1e-10, 100)])
+def test_constrained_rollout_in_lanes_with_pgs_solves_of_any_length(tolerance, iterations, restore_isa):
+    """Gymnasium's Humanoid with PGS at tolerance 0 and 150 iterations (every solve runs to the limit, past the 128
+    sweeps whose visiting orders the compiled solver keeps, cpp/solver.h's pgs_order_at) and at 1e-10 (solves of 2 to
+    46 sweeps side by side, MuJoCo's counts), 5 trajectories on the floor from their start (the lanes' solves run
+    together, cpp/solver.h's pgs_together; under AVX2 one trajectory alone): on every variant each state equals
+    mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run simulate gives it alone (q within 1e-12,
+    the same contact counts)."""
+    import gymnasium.envs.mujoco as gym_mujoco
+    from physai.engine import native
+
+    m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / "humanoid.xml"))
+    m.opt.tolerance, m.opt.iterations = tolerance, iterations
+    n, steps = 5, 12
+    rng = np.random.default_rng(11)
+    Q = np.repeat(m.qpos0[None], n, axis=0)
+    Q[:, 2] = 1.0 + rng.uniform(0.0, 0.05, n)                        # the feet into the floor: contacts from the start
+    Q[:, 7:] += rng.uniform(-0.05, 0.05, (n, m.nq - 7))
+    QD = np.zeros((n, m.nv))
+    lo, hi = m.actuator_ctrlrange.T
+    ctrl = rng.uniform(lo, hi)
+    states, d, spec = mujoco_rollout_states(m, Q, QD, steps, ctrl)
+    model = engine.from_mujoco(m)
+    alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, "rk4", ctrl=ctrl, constraints=True,
+                                  energy=False) for k in range(n)]
+    assert all(a.ncon[1] > 0 for a in alone)                          # each in contact from its first step
+    for isa in native.isas():
+        assert native.set_isa(isa)
+        run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, "rk4", ctrl=ctrl, constraints=True)
+        for k in range(n):
+            for t in range(steps):
+                mujoco.mj_setState(m, d, states[k, t], spec)
+                assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-10, (isa, k, t)
+                assert np.abs(run.qd[k, t + 1] - d.qvel).max() < 1e-8, (isa, k, t)
+            assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
+
+
 def humanoid_with_boxes(boxes: int) -> mujoco.MjModel:
     """Gymnasium's Humanoid (qpos0, above its floor) with `boxes` free boxes dropped beside it, each to land on the floor."""
     import gymnasium.envs.mujoco as gym_mujoco
