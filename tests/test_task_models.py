@@ -79,3 +79,21 @@ def test_a_known_mismatch_is_a_run_mj_step_itself_cannot_repeat(name):
     start = task_models.start(m)
     sensitivity = task_models.mujoco_sensitivity(m, *start, task_models.mujoco_run(m, *start))
     assert (sensitivity >= task_models.MATCH) == (name in KNOWN_MISMATCH), sensitivity
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_verify_and_check_pass_on_a_task_model(name, capsys):
+    """`physai verify` (30 random states) and `physai check` (10) on each task file: every row within its tolerance
+    (forward dynamics compared in force, M (qacc - MuJoCo's), since the Fish's tiny fins give cond(M) ~ 7e5; the round
+    trip against the size of the terms M qdd sums; the constraint force at MuJoCo's qacc from its Newton solve without
+    noslip, as the Humanoids' PGS and the Dog's noslip leave forces that are not qacc's); dm_control's LQR, which
+    has no joints, exits 2 naming that."""
+    from physai.cli import main
+
+    path = str(FILES[name])
+    verify, check = main(["verify", path, "--states", "30"]), main(["check", path, "--states", "10"])
+    out = capsys.readouterr()
+    if name == "dm_control/lqr":
+        assert verify == check == 2 and "no joints" in out.err
+    else:
+        assert verify == check == 0, out.out
