@@ -282,7 +282,6 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
     mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run simulate gives it alone (q within 1e-12,
     the same contact counts)."""
     import gymnasium.envs.mujoco as gym_mujoco
-    from physai.engine import native
 
     name, *cone = task.split()
     m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / LANE_TASKS[name]))
@@ -297,15 +296,24 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
     QD = np.zeros((n, m.nv))
     lo, hi = m.actuator_ctrlrange.T
     ctrl = rng.uniform(lo, hi)
-    states, d, spec = mujoco_rollout_states(m, Q, QD, steps, ctrl)
     model = engine.from_mujoco(m)
     alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True,
                                   energy=False) for k in range(n)]
     assert all(a.ncon.sum() > 0 for a in alone)                        # each touches the floor
+    assert_lanes_follow_mujoco_and_simulate(m, model, Q, QD, steps, integrator, ctrl, alone)
+
+
+def assert_lanes_follow_mujoco_and_simulate(m, model, Q, QD, steps, integrator, ctrl, alone) -> None:
+    """On every variant (native.isas()) the constrained rollout of (Q, QD) under ctrl equals mujoco.rollout's states (q
+    within 1e-10, qd 1e-8) and each trajectory k the run simulate gave it alone (alone[k]: q within 1e-12, the same
+    contact counts)."""
+    from physai.engine import native
+
+    states, d, spec = mujoco_rollout_states(m, Q, QD, steps, ctrl)
     for isa in native.isas():
         assert native.set_isa(isa)
         run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True)
-        for k in range(n):
+        for k in range(len(Q)):
             for t in range(steps):
                 mujoco.mj_setState(m, d, states[k, t], spec)
                 assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-10, (isa, k, t)
@@ -322,7 +330,6 @@ def test_constrained_rollout_in_lanes_with_pgs_solves_of_any_length(tolerance, i
     mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run simulate gives it alone (q within 1e-12,
     the same contact counts)."""
     import gymnasium.envs.mujoco as gym_mujoco
-    from physai.engine import native
 
     m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / "humanoid.xml"))
     m.opt.tolerance, m.opt.iterations = tolerance, iterations
@@ -334,20 +341,11 @@ def test_constrained_rollout_in_lanes_with_pgs_solves_of_any_length(tolerance, i
     QD = np.zeros((n, m.nv))
     lo, hi = m.actuator_ctrlrange.T
     ctrl = rng.uniform(lo, hi)
-    states, d, spec = mujoco_rollout_states(m, Q, QD, steps, ctrl)
     model = engine.from_mujoco(m)
     alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, "rk4", ctrl=ctrl, constraints=True,
                                   energy=False) for k in range(n)]
     assert all(a.ncon[1] > 0 for a in alone)                          # each in contact from its first step
-    for isa in native.isas():
-        assert native.set_isa(isa)
-        run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, "rk4", ctrl=ctrl, constraints=True)
-        for k in range(n):
-            for t in range(steps):
-                mujoco.mj_setState(m, d, states[k, t], spec)
-                assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-10, (isa, k, t)
-                assert np.abs(run.qd[k, t + 1] - d.qvel).max() < 1e-8, (isa, k, t)
-            assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
+    assert_lanes_follow_mujoco_and_simulate(m, model, Q, QD, steps, "rk4", ctrl, alone)
 
 
 def humanoid_with_boxes(boxes: int) -> mujoco.MjModel:
