@@ -84,10 +84,10 @@ def test_a_known_mismatch_is_a_run_mj_step_itself_cannot_repeat(name):
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_verify_and_check_pass_on_a_task_model(name, capsys):
     """`physai verify` (30 random states) and `physai check` (10) on each task file: every row within its tolerance
-    (forward dynamics compared in force, M (qacc - MuJoCo's), since the Fish's tiny fins give cond(M) ~ 7e5; the round
-    trip against the size of the terms M qdd sums; the constraint force at MuJoCo's qacc from its Newton solve without
-    noslip, as the Humanoids' PGS and the Dog's noslip leave forces that are not qacc's); dm_control's LQR, which
-    has no joints, exits 2 naming that."""
+    (forward dynamics compared in force, M (qacc - MuJoCo's) against the size of the forces' terms, since the Fish's
+    tiny fins give cond(M) ~ 7e5; the round trip against the size of the terms M qdd sums; the constraint force
+    at MuJoCo's qacc from its Newton solve without noslip, as the Humanoids' PGS and the Dog's noslip leave forces that
+    are not qacc's); dm_control's LQR, which has no joints, exits 2 naming that."""
     from physai.cli import main
 
     path = str(FILES[name])

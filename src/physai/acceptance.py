@@ -238,13 +238,14 @@ class Terms:
         return self.M @ self.qacc + self.bias - (self.actuator + self.passive + self.constraint + self.applied)
 
 
-def with_tight_solver(m: mujoco.MjModel) -> mujoco.MjModel:
-    """A copy of m whose constraint solver is Newton's method run to tolerance 1e-15, without noslip (so that its qacc
-    balances to rounding and its qfrc_constraint is the constraint force of that qacc, which inverse dynamics recovers:
-    PGS and CG stop short of the optimum, where their forces and qacc disagree, and noslip changes the friction forces
-    after the solve; the optimum does not depend on the solver)."""
+def with_tight_solver(m: mujoco.MjModel, newton: bool = True) -> mujoco.MjModel:
+    """A copy of m whose constraint solver runs to tolerance 1e-15; with newton, Newton's method without noslip
+    whatever m's solver (so that its qacc balances to rounding and its qfrc_constraint is the constraint force of that
+    qacc, which inverse dynamics recovers: PGS stops short of the optimum, where its forces and qacc disagree, and
+    noslip changes the friction forces after the solve; the optimum does not depend on the solver)."""
     m = copy.copy(m)
-    m.opt.solver, m.opt.noslip_iterations = mujoco.mjtSolver.mjSOL_NEWTON, 0
+    if newton:
+        m.opt.solver, m.opt.noslip_iterations = mujoco.mjtSolver.mjSOL_NEWTON, 0
     m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, max(1000, m.opt.iterations), max(100, m.opt.ls_iterations)
     return m
 
@@ -356,7 +357,8 @@ class Result:
 
 def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, model=None, actuators=None) -> list[Result]:
     """Every check on n random states of m; tolerances RTOL x scale, the scale being the largest magnitude of
-    what the identity compares over the states (at least 1). model and actuators default to physai's reading
+    what the identity compares over the states (at least 1; the round trip's also of |M| |qdd|, the terms M qdd sums;
+    the hold torque's an acceleration, M^-1 of a rounding of g). model and actuators default to physai's reading
     of m (physai.engine.from_mujoco, with its actuators); pass others to check them instead. n must be >= 1
     (InvalidArgumentError otherwise).
     """
@@ -372,7 +374,7 @@ def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, model=None, actua
     cs = [engine.bias(model, q, qd) for q, qd in zip(s.q, s.qd, strict=True)]
     Cs = [coriolis_matrix(model, q, qd) for q, qd in zip(s.q, s.qd, strict=True)]
     Mds = [mass_matrix_dot(model, q, qd) for q, qd in zip(s.q, s.qd, strict=True)]
-    # |M| |qdd| of the round trip: the size of the terms M qdd sums (it bounds their rounding, however they cancel)
+    # |M| |qdd| of the round trip: the size of the terms M qdd sums (which sets the size of their rounding)
     Ma = [np.abs(M) @ np.abs(np.linalg.solve(M, t - c)) for M, t, c in zip(Ms, s.tau, cs, strict=True)]
 
     def big(*xs) -> float:

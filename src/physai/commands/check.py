@@ -9,7 +9,7 @@ physai's terms against MuJoCo's qacc, then each term against MuJoCo's: first wit
 (qfrc_constraint = 0), then with them on (joint limits, friction loss, equalities, contacts) and physai's own
 qfrc_constraint (physai.constraints.inverse_dynamics at MuJoCo's qacc, MuJoCo's Newton solver at tolerance 1e-15
 without noslip, whatever the model's solver: the constraint force of qacc is the optimum's). The round trip's scale is
-the size of the terms M qdd sums (|M| |qdd|). The checks live in physai.acceptance.
+also the size of the terms M qdd sums (|M| |qdd|). The checks live in physai.acceptance.
 Exit status 0 when every check passes, 1 otherwise (2 for errors, from cli.py).
 """
 
@@ -42,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
           "with them on, physai's qfrc_constraint computed from MuJoCo's qacc (its Newton solver at tolerance 1e-15, "
           "no noslip)")
     print(f"tolerance: {acceptance.RTOL:g} x scale (10 x for the balance, {acceptance.CONSTRAINED_RTOL:g} x with constraints: "
-          "the solver's stopping point), scale = max(1, largest magnitude of the compared quantities; the round trip's: "
-          "of |M| |qdd|); the smallest eigenvalue must exceed its tolerance\n")
+          "the solver's stopping point), scale = max(1, largest magnitude of the compared quantities; the round trip's "
+          "also of |M| |qdd|); the smallest eigenvalue must exceed its tolerance\n")
     results = acceptance.run_checks(m, args.states, args.seed, model)
     width = max(len(r.label) for r in results)
     print(f"{'check':<{width}}  {'result':<6} {'worst':>10} {'tolerance':>11}  unit")

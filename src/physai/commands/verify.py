@@ -5,8 +5,10 @@ MODEL is a model name (see physai.models) or the path of an MJCF file; a file Mu
 For each quantity (rnea, bias, gravity, mass matrix, forward dynamics, energy) the table gives the largest
 absolute difference to MuJoCo over N random states, the tolerance 1e-12 x scale (scale = max(1, largest
 |MuJoCo value|)), pass/fail, and the time per call of physai and of the equivalent MuJoCo call [µs]. Forward dynamics
-is compared in force: M (qacc - MuJoCo's qacc) against the forces' scale, since M^-1 of a model with tiny inertias
-(dm_control's fish: cond(M) up to 7e5) turns rounding-level force differences into qacc differences of 1e-10.
+is compared in force, M (qacc - MuJoCo's qacc) against the size of the terms that make the forces (the largest
+|M| |qacc| + |bias| + |passive| + |applied|): M^-1 of a model with tiny inertias (dm_control's Fish and Manipulator:
+cond(M) 6e5 to 7e5) turns rounding-level force differences into qacc differences of 1e-10 (a row by row scale is
+not a bound: a light dof's row carries the rounding of the heavier bodies' forces the recursion passes through it).
 With --pose NAME it also prints g(q), diag M, armature and cond(M) of the hinge block at that keyframe.
 A second table turns the model's joint limits, friction loss and equality constraints on (contacts off) at states that
 push limited joints past their range, and compares physai.constraints' inverse dynamics, qfrc_constraint and forward
@@ -28,7 +30,7 @@ from physai.engine import native
 from physai.engine.model_checks import label
 from physai.exceptions import UnknownKeyframeError
 
-RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|)
+RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|) (forward dynamics: of the forces' terms)
 REPEATS = 3         # timing sweeps over the states; the best one counts
 QD_MAX = 1.0        # joint speeds uniform in [-QD_MAX, QD_MAX] [rad/s | m/s]
 QDD_MAX = 20.0      # joint accelerations uniform in [-QDD_MAX, QDD_MAX] [rad/s^2 | m/s^2]
@@ -86,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
           + ("; tendon armature and tendon springs off (the rigid tree's M and energy)" if m.ntendon else ""))
     print("forward dynamics: MuJoCo gets qfrc_applied = rnea(q, qd, qdd) - qfrc_passive - qfrc_actuator (ctrl = 0), "
           "physai the sum of the three as tau; compared as M (qacc - MuJoCo's qacc), the force their difference amounts "
-          "to, against the forces' scale")
-    print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps")
+          "to, against the largest |M| |qacc| + |bias| + |passive| + |applied|")
+    print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|; forward dynamics': of the terms of the "
+          f"forces); times: µs per call, best of {REPEATS} sweeps")
     print(f"physai engine backend: {native.describe()}\n")
     s = acceptance.mujoco_states(m, args.states, args.seed, qd_max=QD_MAX, qdd_max=QDD_MAX)
     translations = bool(np.isin(model.jnt_type, (joints.SLIDE, joints.FREE)).any())
@@ -139,17 +142,19 @@ def _quantities(m: mujoco.MjModel, d: mujoco.MjData, model: engine.Model, states
         passive[i] = d.qfrc_passive + d.qfrc_actuator
     applied = tau - passive
     total = applied + passive                # physai's total tau, equal to tau up to rounding
-    inertia_at = []                          # MuJoCo's M at each state (forward dynamics' comparison)
+    inertia_at, bias_at = [], []             # MuJoCo's M and qfrc_bias at each state (forward dynamics' comparison)
     for i in range(len(q)):
         state(i)
         full_mass()
-        inertia_at.append(M.copy())
+        inertia_at.append(M.copy()), bias_at.append(d.qfrc_bias.copy())
+    inertia_at, bias_at = np.array(inertia_at), np.array(bias_at)
 
     def force_of(ours: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, float]:
-        """|M (qacc - MuJoCo's qacc)|: the force the difference amounts to, against the forces' scale (M^-1 of tiny
-        inertias, cond(M) ~ 1e6, turns a rounding of the forces into a large qacc difference)."""
-        return (np.abs(np.einsum("nij,nj->ni", np.array(inertia_at), ours - ref)),
-                max(1.0, float(np.abs(total).max()), float(np.abs(tau).max())))
+        """|M (qacc - MuJoCo's qacc)|, the force the difference amounts to, and the size of the terms that make the
+        forces, max(1, largest |M| |qacc| + |bias| + |passive| + |applied|)."""
+        size = (np.einsum("nij,nj->ni", np.abs(inertia_at), np.abs(ref)) + np.abs(bias_at) + np.abs(passive)
+                + np.abs(applied))
+        return np.abs(np.einsum("nij,nj->ni", inertia_at, ours - ref)), max(1.0, float(size.max()))
     force, acc, inertia = ("N m | N", "rad/s^2 | m/s^2", "kg m^2 | kg") if slides else ("N m", "rad/s^2", "kg m^2")
     return [
         Quantity("rnea", "qfrc_inverse + qfrc_passive (mj_inverse)", force,
@@ -210,9 +215,9 @@ CONSTRAINT_STATES, FORWARD_RTOL = 20, 1e-7
 def _constraint_table(m: mujoco.MjModel, s: acceptance.States, seed: int) -> bool:
     """With the model's joint limits, friction loss and equalities on (contacts off), at states that push some limited
     joints past their range: inverse dynamics and qfrc_constraint against mj_inverse, forward dynamics against
-    mj_forward with both solvers at tolerance 1e-15. True when all are within tolerance (and when there is nothing to
-    constrain)."""
-    m = acceptance.with_tight_solver(m)
+    mj_forward with both solvers (the model's) at tolerance 1e-15. True when all are within tolerance (and when there is
+    nothing to constrain)."""
+    m = acceptance.with_tight_solver(m, newton=False)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     if not (m.jnt_limited.any() or (m.dof_frictionloss > 0).any() or m.neq):
         return True
