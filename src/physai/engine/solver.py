@@ -16,6 +16,11 @@ functions in C++ (cpp/solver.h):
                                             with their own contacts; rows=True: its rows too, with update's forces,
                                             states and cones' Hessians at its solution (the step's derivatives' solve)
 
+solve_pgs's loop runs in pieces there (pgs_setup, then pgs_extrapolate, a sweep and pgs_advance each iteration, then
+pgs_finish), so that a constrained rollout's lanes run the solves of their states together (pgs_together: the one-row
+sweeps of several solves interleaved row by row, a row's residual waiting on the force just stored): a schedule, each
+solve's arithmetic this text's.
+
 The discrete step's metric with tendon and servo terms: conjugate_gradients (metric_pcg's loop) is compiled in
 cpp/forward.h, not solver.h (forward.h's metric_pcg without rows and solver.h's smooth_acceleration with them call it;
 solver.h includes forward.h); metric_solve's choice is cpp/solver.h's metric_model, made once a step: M^ and
