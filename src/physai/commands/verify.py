@@ -135,19 +135,14 @@ def _quantities(m: mujoco.MjModel, d: mujoco.MjData, model: engine.Model, states
         mujoco.mj_fullM(m, d, M)
 
     tau = np.array([engine.rnea(model, q[i], qd[i], qdd[i]) for i in range(len(q))])   # drives forward dynamics
-    passive = np.empty_like(tau)
+    passive, bias_at = np.empty_like(tau), np.empty_like(tau)
+    inertia_at = np.empty((len(q), m.nv, m.nv))   # MuJoCo's M and qfrc_bias at each state (forward dynamics' comparison)
     for i in range(len(q)):                  # passive + actuator forces depend on (q, qd) only (ctrl = 0)
         state(i)
-        forward()
-        passive[i] = d.qfrc_passive + d.qfrc_actuator
+        full_mass()
+        passive[i], bias_at[i], inertia_at[i] = d.qfrc_passive + d.qfrc_actuator, d.qfrc_bias, M
     applied = tau - passive
     total = applied + passive                # physai's total tau, equal to tau up to rounding
-    inertia_at, bias_at = [], []             # MuJoCo's M and qfrc_bias at each state (forward dynamics' comparison)
-    for i in range(len(q)):
-        state(i)
-        full_mass()
-        inertia_at.append(M.copy()), bias_at.append(d.qfrc_bias.copy())
-    inertia_at, bias_at = np.array(inertia_at), np.array(bias_at)
 
     def force_of(ours: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, float]:
         """|M (qacc - MuJoCo's qacc)|, the force the difference amounts to, and the size of the terms that make the
