@@ -72,7 +72,7 @@ from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
-from physai.engine.contact import ContactSet
+from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import StepOptions
 from physai.engine.model import CONNECT, JOINT, WELD, WRAP_JOINT, Model, per_model
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
@@ -395,6 +395,33 @@ def _geom_kinds(model: Model) -> frozenset:
 
 
 @per_model
+def _geom_lists(model: Model) -> tuple:
+    """(geom_type, geom_size's first column, body_linkid) as lists: the per-contact passes' lookups, made once per
+    model."""
+    return model.geoms.geom_type.tolist(), model.geoms.geom_size[:, 0].tolist(), model.body_linkid.tolist()
+
+
+class _ContactList(NamedTuple):
+    """The contacts at solve()'s q as lists, made once a solve (the per-contact passes read them): geom [(g1, g2)],
+    row (each one's first row, -1: none), dim, body [(b1, b2)] (-1: the world), kinds [(type1, type2)] (-1: no geom)."""
+    geom: list
+    row: list
+    dim: list
+    body: list
+    kinds: list
+
+
+def _contact_list(model: Model, r, contacts) -> _ContactList:
+    """_ContactList of the contacts (a ContactSet, or None) laid out in the rows r."""
+    if contacts is None or contacts.geom is None:
+        return _ContactList([], [], [], [], [])
+    types = _geom_lists(model)[0]
+    geom = contacts.geom.tolist()
+    kinds = [(types[a] if a >= 0 else -1, types[b] if b >= 0 else -1) for a, b in geom]
+    return _ContactList(geom, r.contact_row.tolist(), r.contact_dim.tolist(), r.contact_body.tolist(), kinds)
+
+
+@per_model
 def _joint_dofs(model: Model) -> np.ndarray:
     """(njnt, nv) bool: [j, k] true where dof k is one of joint j's (_Constraints._moving_dofs' table, made once per
     model)."""
@@ -583,6 +610,7 @@ class _Constraints:
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
         self.anchored = np.zeros(0, np.intp)           # the optimum's connect and weld rows, analytic (_anchor_rows)
         self.pairs = {}                                # {contact: _SegmentPair} at derivatives()' q (_segment_pairs)
+        self.listed = _contact_list(model, None, None)  # the contacts at solve()'s q as lists (_ContactList)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
@@ -627,6 +655,7 @@ class _Constraints:
         if not converged:
             warnings.warn(_unconverged(opt, its), ConvergenceWarning, stacklevel=5)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
+        self.listed = _contact_list(model, r, None if contacts is None else contacts[0])   # the passes' lookups
         self.f, self.efc_force, self.forces = f.copy(), force, None
         quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
         self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
@@ -794,8 +823,10 @@ class _Constraints:
         contacts move) -- and the contacts at q among them (moved): the others' geoms are where they were at q."""
         model, at_q = self.model, self.contacts[0].geom
         apart, either, index = _pair_motions(model)
+        if not len(at_q):                              # no contact at q: the pairs a dof moves apart alone
+            return apart[dofs], np.zeros((len(dofs), 0), bool)
         touching = np.zeros(apart.shape[1], bool)                          # the pairs with a contact at q
-        touching[[k for pair in at_q.tolist() for k in index.get(tuple(pair), ())]] = True
+        touching[[k for pair in self.listed.geom for k in index.get(tuple(pair), ())]] = True
         subset = (apart | (either & touching))[dofs]                       # (n, P), C order: as the kernel reads it
         geom_dofs = model.geom_dofs
         moved = (geom_dofs[at_q[:, 0]] | geom_dofs[at_q[:, 1]]).T[dofs]
@@ -925,8 +956,8 @@ class _Constraints:
     def _touching_pairs(self) -> dict:
         """{(g1, g2): [its contacts]} of the geom pairs in contact at solve()'s q."""
         out = {}
-        for c, (a, b) in enumerate(self.contacts[0].geom.tolist()):
-            out.setdefault((a, b), []).append(c)
+        for c, pair in enumerate(self.listed.geom):
+            out.setdefault(tuple(pair), []).append(c)
         return out
 
     def _touching_rooms(self, touching: dict, centre: np.ndarray, R: np.ndarray) -> dict:
@@ -1287,20 +1318,19 @@ class _Constraints:
         box (geom 2 on a body), of dim 1 or 3 on the pyramidal cone, with R far above its floor MINVAL: _plane_contacts'
         kind; not a capsule standing on its end (its axis within 1e-6 of the normal: its frame's choice switches
         there). xmat (nbody, 3, 3): the bodies' orientations."""
-        model, r, contacts, kinds = self.model, self.r, self.contacts[0], _geom_kinds(self.model)
+        model, r, contacts, kinds, listed = self.model, self.r, self.contacts[0], _geom_kinds(self.model), self.listed
         if contacts.geom is None or not len(contacts) or geoms.PLANE not in kinds or \
                 not kinds & {geoms.SPHERE, geoms.CAPSULE, geoms.BOX}:
             return []
-        kind, link, types, R = model.geoms.geom_type.tolist(), model.body_linkid.tolist(), r.type.tolist(), r.R.tolist()
+        link = _geom_lists(model)[2]
         cone = (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
         out = []
-        for c, ((g1, g2), first, dim, (b1, b2)) in enumerate(zip(contacts.geom.tolist(), r.contact_row.tolist(),
-                                                                r.contact_dim.tolist(), r.contact_body.tolist())):
-            if not (first >= 0 and dim in (1, 3) and g1 >= 0 and g2 >= 0 and kind[g1] == geoms.PLANE and b2 >= 0
-                    and kind[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX) and (b1 < 0 or link[b1] < 0)
-                    and types[first] in cone and R[first] > R_FLOOR):
+        for c, ((g1, g2), first, dim, (b1, b2), (k1, k2)) in enumerate(zip(*listed)):
+            if not (first >= 0 and dim in (1, 3) and g1 >= 0 and g2 >= 0 and k1 == geoms.PLANE and b2 >= 0
+                    and k2 in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX) and (b1 < 0 or link[b1] < 0)
+                    and r.type[first] in cone and r.R[first] > R_FLOOR):
                 continue                               # b1 welded to the world: no dof moves it (dof_chain)
-            if kind[g2] == geoms.CAPSULE and 1 - (contacts.frame[c, 0] @ _geom_axis(model, xmat[b2], g2)) ** 2 < 1e-12:
+            if k2 == geoms.CAPSULE and 1 - (contacts.frame[c, 0] @ _geom_axis(model, xmat[b2], g2)) ** 2 < 1e-12:
                 continue
             out.append(c)
         return out
@@ -1336,20 +1366,20 @@ class _Constraints:
         (_analytic_plane_indices): their rows, each one's body and plane_contact_rows' arrays but the bodies' Jacobians and turns
         (origin: the body's xpos at q; radius 0 for a box; axis a capsule's of dim 3, else zero). poses: the bodies'
         (xpos, xmat) at q."""
-        model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
+        model, listed, size = self.model, self.listed, _geom_lists(self.model)[1]
         xpos, xmat = poses
-        cs = np.asarray(cs, np.intp)
-        bodies, g2 = r.contact_body[cs, 1], contacts.geom[cs, 1]
-        kind = G.geom_type[g2]
-        radius = np.where(kind == geoms.BOX, 0.0, G.geom_size[g2, 0])
-        dim = r.contact_dim[cs].astype(np.int64)
-        axis = np.zeros((len(cs), 3))
-        for i in np.flatnonzero((kind == geoms.CAPSULE) & (dim > 1)).tolist():
-            axis[i] = _geom_axis(model, xmat[bodies[i]], g2[i])
-        count = np.where(dim == 1, 1, 2 * (dim - 1))   # each contact's rows: its first row on
-        rows = (np.repeat(r.contact_row[cs] - np.cumsum(count) + count, count) + np.arange(count.sum())).astype(np.intp)
-        return rows, bodies, (xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs],
-                              contacts.friction[cs], radius, dim, axis)
+        bodies, radius, dim, axis, rows = [], [], [], np.zeros((len(cs), 3)), []
+        for i, c in enumerate(cs):
+            g2, b2, d, k2 = listed.geom[c][1], listed.body[c][1], listed.dim[c], listed.kinds[c][1]
+            bodies.append(b2), dim.append(d), radius.append(0.0 if k2 == geoms.BOX else size[g2])
+            if k2 == geoms.CAPSULE and d > 1:
+                axis[i] = _geom_axis(model, xmat[b2], g2)
+            rows.extend(range(listed.row[c], listed.row[c] + (1 if d == 1 else 2 * (d - 1))))   # its rows, first on
+        floats = self.contacts[0].packed()[0][cs]          # pos, frame, dist, ..., friction (PACKED_FLOATS)
+        bodies = np.array(bodies, np.intp)
+        return np.array(rows, np.intp), bodies, (xpos[bodies], floats[:, 3:12].reshape(-1, 3, 3), floats[:, :3],
+                                                 floats[:, 12], floats[:, FRICTION_COLUMNS], np.array(radius),
+                                                 np.array(dim, np.int64), axis)
 
     def _analytic_rows(self, q: np.ndarray, poses: tuple | None) -> tuple:
         """(rows (m,), dJ (k, nv, nv), dpos (k, nv), planes): the optimum's rows whose q-derivative is analytic, d J[row,
@@ -1413,12 +1443,12 @@ class _Constraints:
         for s, reaching 0 at its rate): the nearest points stop or start sliding there (nearly parallel capsules: ds/dq
         ~ 1e6, the linearisation good only within ~1e-8), as a row appearing (_refuse_switch). poses: the bodies'
         (xpos, xmat) at q (None without contacts)."""
-        r, contacts, G = self.r, self.contacts, self.model.geoms
+        contacts, listed = self.contacts, self.listed
         if contacts is None or contacts[0].geom is None:
             return {}
         kinds = (geoms.SPHERE, geoms.CAPSULE)
-        cs = [c for c, g in enumerate(contacts[0].geom.tolist()) if r.contact_row[c] >= 0 and min(g) >= 0
-              and G.geom_type[g[0]] in kinds and G.geom_type[g[1]] in kinds]
+        cs = [c for c, (first, (k1, k2)) in enumerate(zip(listed.row, listed.kinds)) if first >= 0 and k1 in kinds
+              and k2 in kinds]                         # (a kind -1: no geom)
         pairs = {c: pair for c in cs if (pair := self._segment_pair(c, q, poses)) is not None}
         for pair in pairs.values():
             if (pair.room < 2 * ROW_STEP * pair.speed).any():
@@ -1431,14 +1461,11 @@ class _Constraints:
     def _axes_on_planes(self, kind: int) -> list:
         """[(c, g1, g2)]: the contacts at solve()'s q between a plane g1 and a geom g2 of type kind (geoms.CAPSULE: those
         of dim > 1, whose frame follows the axis; geoms.CYLINDER: all, whose points follow it)."""
-        r, contacts, G = self.r, self.contacts, self.model.geoms
+        contacts, listed = self.contacts, self.listed
         if contacts is None or contacts[0].geom is None or not {geoms.PLANE, kind} <= _geom_kinds(self.model):
             return []
-        types = G.geom_type.tolist()
-        return [(c, g1, g2) for c, ((g1, g2), first, dim) in enumerate(zip(contacts[0].geom.tolist(),
-                                                                         r.contact_row.tolist(), r.contact_dim.tolist()))
-                if first >= 0 and min(g1, g2) >= 0 and types[g1] == geoms.PLANE and types[g2] == kind
-                and (kind != geoms.CAPSULE or dim > 1)]
+        return [(c, g1, g2) for c, ((g1, g2), first, dim, kinds) in enumerate(zip(*listed[:3], listed.kinds))
+                if first >= 0 and kinds == (geoms.PLANE, kind) and (kind != geoms.CAPSULE or dim > 1)]
 
     def _axis_sine(self, c: int, g2: int, poses: tuple, side: int = 1) -> tuple:
         """(axis a, normal n, |y|): y = a - n (n . a) of contact c's geom g2's axis a (g2 on the contact's body `side`,
@@ -1500,16 +1527,15 @@ class _Constraints:
         """[(c, cylinder, side, other)]: the contacts at solve()'s q between a cylinder and a box or a mesh (MuJoCo's
         multi-contact: convex.polygon_pair), the cylinder's geom, the contact body it is on (0 or 1) and the other
         geom's type (geoms.BOX or geoms.MESH)."""
-        r, contacts, G, kinds = self.r, self.contacts, self.model.geoms, _geom_kinds(self.model)
+        contacts, listed, kinds = self.contacts, self.listed, _geom_kinds(self.model)
         if contacts is None or contacts[0].geom is None or geoms.CYLINDER not in kinds or \
                 not kinds & {geoms.BOX, geoms.MESH}:
             return []
-        out, types = [], G.geom_type.tolist()
-        for c, (pair, first) in enumerate(zip(contacts[0].geom.tolist(), r.contact_row.tolist())):
-            kinds = [types[g] if g >= 0 else -1 for g in pair]
-            if first >= 0 and sorted(kinds) in ([geoms.CYLINDER, geoms.BOX], [geoms.CYLINDER, geoms.MESH]):
-                side = kinds.index(geoms.CYLINDER)
-                out.append((c, pair[side], side, kinds[1 - side]))
+        out = []
+        for c, (pair, first, types) in enumerate(zip(listed.geom, listed.row, listed.kinds)):
+            if first >= 0 and sorted(types) in ([geoms.CYLINDER, geoms.BOX], [geoms.CYLINDER, geoms.MESH]):
+                side = types.index(geoms.CYLINDER)
+                out.append((c, pair[side], side, types[1 - side]))
         return out
 
     def _cap_depth(self, c: int, cylinder: int, side: int, poses: tuple) -> float:
