@@ -1097,6 +1097,29 @@ const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc
 // qfrc_constraint J^T efc_force; with own_force the solver's efc_force and qfrc_constraint, no states (ints (2, total
 // nefc)) and nothing after contact_mu. Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and
 // run on the CompiledModel's workspace; larger ones run on threads with the GIL released.
+// constraint_forward's front option (actuators, ctrl (N, nu) or None, qfrc_applied (N, nv) or None; float64 in C order)
+// into c.front, c.ctrl and c.applied (their arrays kept in ctrl and applied); ValueError for another shape, or actuators
+// the front does not model (activations, arms of the configuration: derivatives.numpy_only's), or a discrete call
+void read_front(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c, DArr &ctrl, DArr &applied) {
+    if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 3)
+        throw nb::value_error("constraint_forward: front (actuators, ctrl, qfrc_applied)");
+    nb::tuple t = nb::borrow<nb::tuple>(obj);
+    const Actuators &act = actuators_option(m, t[0], "constraint_forward");
+    if (act.na || act.posed || c.discrete)
+        throw nb::value_error("constraint_forward: the front takes actuators without activations or arms of the "
+                              "configuration, and no discrete step");
+    auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {
+        if (x.is_none()) return;
+        if (!nb::try_cast(x, a, false) || a.ndim() != 2 || int64_t(a.shape(0)) != N || int64_t(a.shape(1)) != size)
+            throw nb::value_error(what);
+        in = {a.data(), size};
+    };
+    per_state(t[1], act.nu, ctrl, c.ctrl, "constraint_forward: the front's ctrl (N, nu), float64 in C order");
+    per_state(t[2], m.nv, applied, c.applied, "constraint_forward: the front's qfrc_applied (N, nv), float64 in C order");
+    if (act.nu && !c.ctrl.data) throw nb::value_error("constraint_forward: the front's actuators need ctrl");
+    c.front = &act;
+}
+
 nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
@@ -1108,11 +1131,13 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     read_state(args[0], "q", m.nq, false, c.q, batch, copies);
     read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
     int k = 2;
-    if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
-    size_t options = op == CONSTRAINT_FORWARD ? 9 : op == CONSTRAINT_INVERSE ? 4 : 3;
+    bool no_tau = op == CONSTRAINT_FORWARD && args[k].is_none();      // forward: tau made from its front option
+    if (op != CONSTRAINT_ROWS && !no_tau) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies);
+    if (op != CONSTRAINT_ROWS) k++;
+    size_t options = op == CONSTRAINT_FORWARD ? 10 : op == CONSTRAINT_INVERSE ? 4 : 3;
     if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
         throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
-                                                         "tolerance, iterations, balanced, rows, own_force, discrete)"
+                                                         "tolerance, iterations, balanced, rows, own_force, discrete, front)"
                               : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows, discrete)"
                                                          : "constraint_rows: options (contacts, eq_active, discrete)");
     nb::tuple o = nb::borrow<nb::tuple>(args[k]);
@@ -1140,7 +1165,12 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         if (!PyBool_Check(o[5].ptr()) || !PyBool_Check(o[7].ptr())) fail("type", "constraint");
         c.balanced = o[5].ptr() == Py_True, c.own_force = o[7].ptr() == Py_True;
     }
-    if (!o[options - 1].is_none()) c.discrete = read_discrete(m, o[options - 1], discrete, keep, OPERATIONS[op].name);
+    size_t discrete_at = op == CONSTRAINT_FORWARD ? 8 : options - 1;
+    if (!o[discrete_at].is_none()) c.discrete = read_discrete(m, o[discrete_at], discrete, keep, OPERATIONS[op].name);
+    DArr front_ctrl, front_applied;                                    // forward's front: (actuators, ctrl, qfrc_applied)
+    if (op == CONSTRAINT_FORWARD && !o[9].is_none())
+        read_front(m, o[9], batch < 0 ? 1 : batch, c, front_ctrl, front_applied);
+    if (no_tau && !c.front) throw nb::value_error("constraint_forward: tau is None without the front option");
     if (op != CONSTRAINT_ROWS) {
         size_t at = op == CONSTRAINT_FORWARD ? 6 : 2;
         if (!PyBool_Check(o[at].ptr())) fail("type", "constraint");
@@ -1162,6 +1192,12 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         results.append(new_array(1, sdims, NPY_INT64, data)), c.iters = static_cast<int64_t *>(data);
         results.append(new_array(1, sdims, NPY_DOUBLE, data)), c.improvement = static_cast<double *>(data);
         results.append(new_array(1, sdims, NPY_BOOL, data)), c.converged = static_cast<bool *>(data);
+        if (c.front) {                                                 // each state's f (nv) and M (nv, nv)
+            vector_result(c.f_out);
+            npy_intp mdims[3] = {npy_intp(N), m.nv, m.nv};
+            results.append(new_array(batch < 0 ? 2 : 3, batch < 0 ? mdims + 1 : mdims, NPY_DOUBLE, data));
+            c.M_out = static_cast<double *>(data);
+        }
         if (c.discrete) {                                              // each state's smooth solve at its cap, or -1
             results.append(new_array(1, sdims, NPY_DOUBLE, data)), discrete.capped = static_cast<double *>(data);
             std::fill_n(discrete.capped, N, -1.0);

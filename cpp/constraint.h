@@ -184,6 +184,10 @@ struct ConstraintWork {
     std::vector<int> gather_state;
     Rows all_rows;
     std::vector<uint64_t> pgs_magic;                                   // the PGS shuffle's moduli (solver.h's mod_magics)
+    // the front's smooth force (inverse.h's front_force): the actuators' inputs, scalar forces (nu) and joint forces
+    // (nv), tau (nv); sized at its first use
+    StepInputs<double> front;
+    std::vector<double> front_force, front_joint, tau;
     // the islands of the last solve and partition's arrays (solver.h's solve_with; workspace only, not an algorithm of
     // its own: the NumPy engine makes them anew each solve, the same ones)
     std::vector<Island> islands;

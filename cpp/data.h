@@ -403,6 +403,12 @@ struct ConstraintCall {
     bool balanced = false;                                             // forward: qfrc_constraint as (M - h D) steps take it
     bool own_force = false;                                            // forward's rows: efc_force the solver's
     const DiscreteCall *discrete = nullptr;                            // forward: a discrete model's step map (or null)
+    // forward: the smooth force made here from the actuators (or null: x is tau), the states' controls (nu each, as given)
+    // and applied forces (nv each, or none): f = passive - c + actuator + applied, tau = f + c (derivatives' front, the
+    // compiled branch of forward.DynamicsEvaluator.evaluate); f and M (nv x nv) of each state into f_out and M_out
+    const Actuators *front = nullptr;
+    Input ctrl{}, applied{};
+    double *f_out = nullptr, *M_out = nullptr;
     double *qacc = nullptr, *qfrc = nullptr, *tau = nullptr, *improvement = nullptr;
     int64_t *iters = nullptr;
     bool *converged = nullptr;

@@ -92,6 +92,43 @@ inline void load_smooth(const Model &m, ConstraintWork &w, const double *in) {
     get(at.c, at.size - at.c, w.c.data());
 }
 
+// the smooth force of state s of a forward call with call.front (forward.DynamicsEvaluator.evaluate's compiled branch, in
+// its order: f = passive - c, + the actuators' joint forces at the clamped controls, + the applied forces) into the
+// call's f_out, tau = f + c into w.tau, M (nv x nv) into its M_out; w holds the velocity stages, M and c (smooth: M on
+// the tree's pattern alone). The caller's models have no activations, no arms of the configuration, no tendon or body
+// forces (derivatives.numpy_only's), as bindings.cpp checks
+inline void front_force(const Model &m, ConstraintWork &w, const ConstraintCall &call, int64_t s, const double *q,
+                        const double *qd, bool smooth) {
+    const Actuators &act = *call.front;
+    const size_t nv = size_t(m.nv);
+    double *f = call.f_out + size_t(s) * nv;
+    damper_spring_force(m, q, qd, f);
+    for (size_t j = 0; j < nv; j++) f[j] = f[j] - w.c[j];
+    if (act.nu) {
+        StepInputs<double> &x = w.front;
+        if (x.u.size() != size_t(act.nu))
+            x.u.resize(size_t(act.nu)), x.slope.resize(size_t(act.nu)), x.raw.resize(size_t(act.nu)),
+                w.front_force.resize(size_t(act.nu));
+        if (w.front_joint.size() < nv) w.front_joint.resize(nv);
+        const double *u = call.ctrl.data + s * call.ctrl.stride;
+        for (int a = 0; a < act.nu; a++)                               // actuation.clamped_ctrl
+            x.u[size_t(a)] = act.ctrllimited[a] ? std::min(std::max(u[a], act.ctrlrange[2 * a]), act.ctrlrange[2 * a + 1]) : u[a];
+        actuator_force(m, act, x, q, qd, w.front_force.data(), f, w.front_joint.data());
+    }
+    if (call.applied.data) {
+        const double *p = call.applied.data + s * call.applied.stride;
+        for (size_t j = 0; j < nv; j++) f[j] = f[j] + p[j];
+    }
+    if (w.tau.size() < nv) w.tau.resize(nv);
+    for (size_t j = 0; j < nv; j++) w.tau[j] = f[j] + w.c[j];
+    double *M = call.M_out + size_t(s) * nv * nv;
+    if (smooth) {
+        tree_unpack(m, w.Mt.data(), M);
+    } else {
+        std::copy(w.M.begin(), w.M.begin() + long(nv * nv), M);
+    }
+}
+
 // state s of the call (CONSTRAINT_ROWS, CONSTRAINT_FORWARD or CONSTRAINT_INVERSE of cpp/kernels.h): its rows into w.r,
 // its per-state results into the call's outputs; its smooth quantities from its SmoothLayout block (null: computed
 // here); a Status
@@ -107,7 +144,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     }
     rows(m, w, q, qd, state_contacts(call, s), call.eq_active, op == 0 || call.rows);
     if (op == 0) return OK;
-    const double *x = call.x.data + s * call.x.stride;
+    const double *x = call.front ? nullptr : call.x.data + s * call.x.stride;
     if (!smooth) {                                                     // M (with tendon armature) on the tree's pattern, c
         w.M.resize(size_t(m.nv) * m.nv);                              // made on first use (a simulation never uses it)
         crb(m, w.d, w.M.data());
@@ -124,6 +161,10 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
         double *tau = call.tau + s * nv;
         for (int j = 0; j < nv; j++) tau[j] = w.Ma[size_t(j)] + w.c[size_t(j)] - qfrc[j];
         return OK;
+    }
+    if (call.front) {                                                  // tau made here: f = tau - c as the callers'
+        front_force(m, w, call, s, q, qd, smooth != nullptr);
+        x = w.tau.data();
     }
     for (int j = 0; j < nv; j++) w.qfrc_smooth[size_t(j)] = x[j] - w.c[size_t(j)];
     Solution sol;

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from physai import collision, constraints, engine, models
-from physai.engine import constraint, native, solver
+from physai import integrators as integ
+from physai.engine import constraint, forward, native, solver
 from physai.exceptions import InvalidStateError, StiffRowWarning
 from helpers import assert_close, constraint_scene, run
 from test_integrators import two_arms_and_a_box
@@ -143,6 +144,60 @@ def test_forward_with_its_rows_holds_update_at_its_solution(case):
     assert_close(qfrc, r.J.T @ force, 1e-12, what="qfrc_constraint")
     again = solver.compiled_forward(model, d.qpos, d.qvel, tau, arrays, active, None, 1e-15, 1000, rows=True)
     assert len(again[7][0]) == r.nefc and again[8][0].keys() == cones.keys()    # the kept buffers emptied between calls
+
+
+@pytest.mark.compiled
+@pytest.mark.parametrize("applied", [False, True])
+def test_forward_with_its_front_makes_the_smooth_force_as_the_evaluator(applied):
+    """solver.compiled_forward(front=...), evaluate and the solve in one call (step_derivatives(constraints=True)'s
+    front): on the G1 in its scene (29 servos, controls off their keyframe, some clamped by ctrlrange; applied forces
+    or none), its f and M are MuJoCo's qfrc_smooth and mj_fullM (1e-12 of their scale), the compiled evaluator's
+    (DynamicsEvaluator.evaluate: 1e-15), and its solve, rows and states those of the call given the evaluator's tau."""
+    m, d = g1_scene()
+    rng = np.random.default_rng(2)
+    d.ctrl[:] = d.ctrl + rng.uniform(-1.0, 1.0, m.nu) * (m.actuator_ctrlrange[:, 1] - m.actuator_ctrlrange[:, 0])
+    if applied:
+        d.qfrc_applied[:] = rng.normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    model, contacts, _ = inputs(m, d)
+    x = integ.step_inputs(model, None, d.ctrl.copy(), d.qfrc_applied.copy() if applied else None, None)
+    front = (native.compiled_actuators(model, x.actuators), d.ctrl[None].copy(),
+             d.qfrc_applied[None].copy() if applied else None)
+    arrays = constraint.contact_arrays(contacts)
+    *out, f, M = solver.compiled_forward(model, d.qpos, d.qvel, None, arrays, None, None, 1e-15, 1000, rows=True,
+                                         front=front)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    assert_close(f, d.qfrc_smooth, 1e-12, np.abs(d.qfrc_bias).max(), what="f against MuJoCo's qfrc_smooth")
+    assert_close(M, full, 1e-12, np.abs(full).max(), what="M against mj_fullM")
+    run_ = forward.DynamicsEvaluator(model, m.opt.timestep, x)
+    M_ref, f_ref, _ = run_.evaluate(d.qpos, d.qvel, energy=False)
+    assert_close(f, f_ref, 1e-15, np.abs(f_ref).max(), what="f against the evaluator's")
+    assert_close(M, M_ref, 1e-15, np.abs(M_ref).max(), what="M against the evaluator's")
+    ref = solver.compiled_forward(model, d.qpos, d.qvel, run_.tau, arrays, None, None, 1e-15, 1000, rows=True)
+    assert_close(out[0], ref[0], SAME, what="qacc")
+    assert_rows_close(out[6][0], ref[6][0], SAME, "rows")
+    assert np.array_equal(out[7][0], ref[7][0])
+
+
+@pytest.mark.compiled
+def test_forward_front_refuses_what_it_does_not_model():
+    """The front takes actuators without activations (and a tau of None only with a front): ValueError otherwise."""
+    m, d = g1_scene()
+    model, contacts, _ = inputs(m, d)
+    arrays = constraint.contact_arrays(contacts)
+    with pytest.raises(ValueError, match="front"):
+        solver.compiled_forward(model, d.qpos, d.qvel, None, arrays, None, None, 1e-15, 1000)
+    spec = mujoco.MjSpec()
+    body = spec.worldbody.add_body(pos=[0, 0, 1])
+    body.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.1, 0, 0])
+    body.add_joint(name="hinge", type=mujoco.mjtJoint.mjJNT_HINGE)
+    spec.add_actuator(target="hinge", trntype=mujoco.mjtTrn.mjTRN_JOINT, dyntype=mujoco.mjtDyn.mjDYN_FILTER,
+                      dynprm=[0.1] + [0] * 9, gainprm=[1] + [0] * 9)
+    filtered = engine.from_mujoco(spec.compile())
+    with pytest.raises(ValueError, match="activations"):
+        solver.compiled_forward(filtered, np.zeros(1), np.zeros(1), None, None, None, None, 1e-15, 100,
+                                front=(native.compiled_actuators(filtered, filtered.actuators), np.zeros((1, 1)), None))
 
 
 @pytest.mark.parametrize("case", ["seed 0 pyramidal 3", "seed 1 elliptic 4"])

@@ -75,7 +75,8 @@ from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_s
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import StepOptions
 from physai.engine.model import CONNECT, JOINT, WELD, WRAP_JOINT, Model, per_model
-from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
+from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, InvalidModelError, InvalidStateError,
+                               UnsupportedModelError)
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
 
@@ -628,12 +629,15 @@ class _Constraints:
             out.append(constraint.rows(model, d, q, qd, None if contacts is None else contacts[k], **end))
         return out
 
-    def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, tau: np.ndarray | None = None):
+    def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray | None, f: np.ndarray | None,
+              tau: np.ndarray | None = None, front=None):
         """(a_c, qfrc_constraint) at (q, qd) for M and qfrc_smooth f (the step's solver and options); keeps the rows,
         their forces (engine.constraint.update at jar = J a_c - aref), states and S for derivatives(). On the compiled
         backend the rows, the solve and that update are one call (solver.compiled_forward's rows: the rows built once),
         which takes tau = f + c (the bias c): the caller's (the compiled evaluate's DynamicsEvaluator.tau) or, None,
-        made here."""
+        made here; or, front given (the step's StepInputs, M and f None), makes M, f and tau itself as that evaluate
+        does (solver.compiled_forward's front: the compiled constrained step's models, numpy_only ""), None where f is
+        not finite or the call fails (the NumPy text then names what is wrong)."""
         if self.model.opt.noslip_iterations > 0:
             raise UnsupportedModelError("step_derivatives(constraints=True) with noslip (opt.noslip_iterations > 0): "
                                         "noslip's post-pass is not differentiated; set noslip_iterations to 0")
@@ -641,10 +645,20 @@ class _Constraints:
         contacts = [collision.detect(model, q)] if collision.has_contacts(model) else None
         self.contacts = contacts
         if self.discrete is None and native.on and native.compiled_solver(model):   # compiled: tau = f + c, one call
-            tau = f + api.bias(model, q, qd) if tau is None else tau
-            a, qfrc, (force,), its, _, converged, (r,), (state,), (cones,) = solver.compiled_forward(
-                model, q, qd, tau, constraint.contact_arrays(contacts), None, None, opt.tolerance, opt.iterations,
-                rows=True)                             # its rows, and update's forces, states and cones at a (below)
+            arrays = constraint.contact_arrays(contacts)
+            if front is not None:                      # evaluate in the call too: M and f come back
+                try:
+                    *out, f, M = solver.compiled_forward(model, q, qd, None, arrays, None, None, opt.tolerance,
+                                                         opt.iterations, rows=True, front=_front(model, front))
+                except (InvalidStateError, InvalidModelError):
+                    return None
+                if not np.isfinite(f).all():
+                    return None
+            else:
+                tau = f + api.bias(model, q, qd) if tau is None else tau
+                out = solver.compiled_forward(model, q, qd, tau, arrays, None, None, opt.tolerance, opt.iterations,
+                                              rows=True)   # its rows, and update's forces, states and cones at a
+            a, qfrc, (force,), its, _, converged, (r,), (state,), (cones,) = out
             converged, its = bool(converged[0]), int(its[0])
         else:
             r = self.rows(q[None], qd[None], contacts)[0]
@@ -1875,6 +1889,15 @@ for _array in (_NO_PLANES[2], *_NO_PLANES[3], _FD_POINT_WEIGHTS, _POINT_OFFSETS,
 del _array
 
 
+def _front(model: Model, x) -> tuple:
+    """solver.compiled_forward's front of the step inputs x (StepInputs: no xfrc_applied): (the compiled actuators, ctrl
+    (1, nu), qfrc_applied (1, nv) or None)."""
+    acts = x.actuators
+    ctrl = None if acts is None else np.ascontiguousarray(x.ctrl, dtype=np.float64)[None]
+    applied = None if x.qfrc_applied is None else np.ascontiguousarray(x.qfrc_applied, dtype=np.float64)[None]
+    return native.compiled_actuators(model, acts), ctrl, applied
+
+
 @per_model
 def _no_turns(model: Model) -> np.ndarray:
     """(nv, nv) zeros: compiled_terms' turns without plane contacts (made once per model)."""
@@ -2575,14 +2598,18 @@ class _Stepper:
         return Pq + Aq, Pv + Av, Au, Aa, x
 
     def constrained_terms(self, q, qd, act) -> dict | None:
-        """The compiled constrained step's terms at (q, qd) (_compiled_constrained): acceleration()'s evaluate and solve,
-        then the rows' derivatives (_Constraints.terms), by name (_Constraints.compiled_terms); None where the forces are
-        not finite (the NumPy text then names what overflows)."""
-        M, f, _ = self.run.evaluate(q, qd, act, energy=False)
-        if not np.isfinite(f).all():
+        """The compiled constrained step's terms at (q, qd) (_compiled_constrained): acceleration()'s evaluate and solve
+        (one compiled call where the solver is compiled: solve's front), then the rows' derivatives
+        (_Constraints.terms), by name (_Constraints.compiled_terms); None where the forces are not finite or the call
+        fails (the NumPy text then names what overflows or what is wrong)."""
+        if self.constraints.discrete is None and native.compiled_solver(self.model) and not act.size:
+            solved = self.constraints.solve(q, qd, None, None, front=self.x)   # evaluate in the solve's call
+        else:
+            M, f, _ = self.run.evaluate(q, qd, act, energy=False)
+            solved = self.constraints.solve(q, qd, M, f, self.run.tau) if np.isfinite(f).all() else None
+        if solved is None:
             return None
-        qfrc = self.constraints.solve(q, qd, M, f, self.run.tau)[1]
-        return self.constraints.compiled_terms(self.constraints.terms(q, qd), qfrc)
+        return self.constraints.compiled_terms(self.constraints.terms(q, qd), solved[1])
 
     def refuse_overflow(self, q, qd, f) -> None:
         """InvalidStateError for finite inputs whose accelerations are not: which forces overflow, and the input that

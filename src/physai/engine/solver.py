@@ -1007,7 +1007,7 @@ _FORWARD = native.kernel("constraint_forward", options={"constraint": _forward_o
 
 
 def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int,
-                     balanced: bool = False, rows: bool = False, own_force: bool = False, discrete=None):
+                     balanced: bool = False, rows: bool = False, own_force: bool = False, discrete=None, front=None):
     """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
     q, qd and tau; warmstart (nv,), (N, nv) or None; balanced: qfrc_constraint as balanced_constraint_force gives it
@@ -1021,20 +1021,24 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
     discrete_acceleration, forward.discrete_acceleration's twin) with tau in the place of f + c, fields native.step_fields'
     of its discrete step, ctrl (nu,) (required when nu) and act (na,) or None every state's; without rows; a seventh
     result, capped (N,): each state's relative residual |r| / |b| where its smooth solve in the coupled metric stopped
-    at `iterations` (metric_pcg's, which warns there), -1 where it did not."""
+    at `iterations` (metric_pcg's, which warns there), -1 where it did not. front: None, or (actuators, ctrl, qfrc_applied)
+    with tau None: tau made in the call as DynamicsEvaluator.evaluate's compiled branch makes it (f = passive - c +
+    actuator + applied, tau = f + c; actuators native.compiled_actuators', without activations or arms of the
+    configuration, on a model without tendon or body forces: the caller's), ctrl (N, nu) and qfrc_applied (N, nv) or
+    None; then each state's f (qfrc_smooth) and M (nv, nv) come last: (..., f, M)."""
     prepare_compiled(model)
     if not native.compiled_solver(model):
         raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
     out = _FORWARD(model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), bool(balanced),
-                                       bool(rows), bool(own_force), discrete))
-    (qacc, qfrc, its, improvement, converged, *capped), sizes = out[:2]      # capped: discrete's
+                                       bool(rows), bool(own_force), discrete, front))
+    (qacc, qfrc, its, improvement, converged, *capped), sizes = out[:2]      # capped: discrete's, or the front's f, M
     if not rows:
         return qacc, qfrc, state_forces(sizes, out[2]), its, improvement, converged, *capped
     _, _, J, values, ints, (row,), mu = out[:7]
     found = (qacc, qfrc, state_forces(sizes, values[12]), its, improvement, converged,
              kernel_rows(contacts, sizes, J, values, ints, row, mu))
     if own_force:
-        return found
+        return (*found, *capped)
     ncone, (first, dim), hessians = out[7:]
     states, cones, at = state_forces(sizes, ints[2]), [], 0
     ends = np.cumsum(ncone).tolist()
@@ -1042,4 +1046,4 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
         cones.append({})
         for f, n in zip(first[a:b].tolist(), dim[a:b].tolist()):
             cones[-1][f], at = hessians[at:at + n * n].reshape(n, n), at + n * n
-    return (*found, states, cones)
+    return (*found, states, cones, *capped)
