@@ -28,7 +28,7 @@ import numpy as np
 
 from physai import joints, validation
 from physai.engine.actuators import (AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_JOINT,
-                                     TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON, Actuators, Subset)
+                                     TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON, Actuators, Limits)
 from physai.engine.data import Data
 from physai.engine.model import Model
 from physai.engine.smooth import body_poses, quat_to_mat_mj, rotate_mj
@@ -48,16 +48,12 @@ def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:
         got = f"{u.shape[0]} entries" if u.ndim == 1 else f"shape {u.shape}"
         raise ShapeError(f"ctrl has {got}, the model has nu = {actuators.nu} actuators (one control each)")
     u = validation.vector("ctrl", u, actuators.nu)
-    return clamped(u, actuators.ctrl_clamped, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1])
+    return clamped(u, actuators.ctrl_limits)
 
 
-def clamped(x: np.ndarray, limited: Subset, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """A new array of x (n,) clamped to [lo, hi] (n,) where limited (an Actuators' Subset): np.clip where some entry is
-    limited, the other entries kept."""
-    if not limited.some:
-        return x.copy()
-    clip = np.clip(x, lo, hi)
-    return clip if limited.every else np.where(limited.each, clip, x)
+def clamped(x: np.ndarray, limits: Limits) -> np.ndarray:
+    """A new array of x (n,) clamped to limits (one of an Actuators' Limits) where limited, the other entries kept."""
+    return np.clip(x, limits.lo, limits.hi) if limits.some else x.copy()
 
 
 def check_state(actuators: Actuators, q, qd, act, dt):
@@ -392,7 +388,9 @@ def raw_forces(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarra
     """Each actuator's force before its limits (nu,) [N m | N]: gain input + bias (inputs, gains, biases) for clamped
     controls u, activations act and their rate act_dot (na,; None without stateful actuators), h [s] the step of
     actearly."""
-    length, velocity = lengths_velocities(actuators, q, qd)
+    check_posed(actuators)
+    # fixed gains and no biases (motors) read no length or velocity
+    length, velocity = lengths_velocities(actuators, q, qd) if actuators.reads_length else (None, None)
     return gains(actuators, length, velocity) * inputs(actuators, u, act, act_dot, h) + biases(actuators, length, velocity)
 
 
@@ -434,7 +432,7 @@ def limited_forces(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
     """The scalar forces (nu,) of the forces raw (nu,) before the limits: scaled on their force-limited tendons
     (tendon_scaled), then clamped to forcerange where forcelimited (mj_fwdActuation's order)."""
     f = tendon_scaled(actuators, raw) if actuators.tendon_limited else raw
-    return clamped(f, actuators.force_clamped, actuators.forcerange[:, 0], actuators.forcerange[:, 1])
+    return clamped(f, actuators.force_limits)
 
 
 def scalar_forces(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray, act: np.ndarray | None = None,
@@ -449,7 +447,7 @@ def joint_force(actuators: Actuators, f: np.ndarray) -> np.ndarray:
     """moment^T f (nv,) clamped to dof_forcerange where dof_forcelimited (MuJoCo's qfrc_actuator)."""
     check_posed(actuators)
     tau = actuators.moment.T @ f
-    return clamped(tau, actuators.dof_clamped, actuators.dof_forcerange[:, 0], actuators.dof_forcerange[:, 1])
+    return clamped(tau, actuators.dof_limits)
 
 
 def joint_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:

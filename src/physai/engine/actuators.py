@@ -30,6 +30,18 @@ class Subset(NamedTuple):
         return cls(each, bool(each.any()), bool(each.all()))
 
 
+class Limits(NamedTuple):
+    """A range [low, high] (n, 2) used where limited (n,) as bounds for np.clip: lo, hi (n,) the range's where limited,
+    -inf and +inf elsewhere (np.clip(x, -inf, inf) is x, bit for bit, NaN too), and whether some entry is limited."""
+    some: bool
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @classmethod
+    def of(cls, limited: np.ndarray, limits: np.ndarray) -> "Limits":
+        return cls(bool(limited.any()), np.where(limited, limits[:, 0], -np.inf), np.where(limited, limits[:, 1], np.inf))
+
+
 @dataclass(eq=False)
 class Actuators:
     """The nu actuators of a model, each a scalar force acting along a transmission: constant moment arms (hinges,
@@ -78,10 +90,11 @@ class Actuators:
     length:      (nu,) the lengths at the state a posed copy was made at (physai.engine.actuation.posed), whose moment
                  holds that state's arms; None: qmoment q
     Made from them once (constant, as the arrays are; physai.engine.actuation branches on them): stateful (nu,) bool
-    and act_index (nu,) (each stateful actuator's place in act, -1 for none); the Subsets (of the actuators, or of
-    the dofs for dof_clamped) gain_affine, gain_muscle, bias_affine, bias_muscle (the gaintype and biastype),
-    ctrl_clamped, force_clamped, dof_clamped (ctrllimited, forcelimited, dof_forcelimited); tendon_limited (some
-    actuator on a force-limited tendon), posed_some (posed_each.any()) and nstateful (na).
+    and act_index (nu,) (each stateful actuator's place in act, -1 for none); the Subsets (of the actuators)
+    gain_affine, gain_muscle, bias_affine, bias_muscle (the gaintype and biastype) and reads_length (some gain or bias
+    is affine or a muscle's: reads the actuators' lengths and velocities); the Limits ctrl_limits, force_limits,
+    dof_limits (ctrlrange where ctrllimited, forcerange where forcelimited, dof_forcerange where dof_forcelimited);
+    tendon_limited (some actuator on a force-limited tendon), posed_some (posed_each.any()) and nstateful (na).
     Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
     low > high or an unknown type InvalidModelError.
     """
@@ -156,8 +169,10 @@ class Actuators:
         arrays."""
         self.gain_affine, self.gain_muscle = Subset.of(self.gaintype == AFFINE), Subset.of(self.gaintype == MUSCLE)
         self.bias_affine, self.bias_muscle = Subset.of(self.biastype == AFFINE), Subset.of(self.biastype == MUSCLE)
-        self.ctrl_clamped, self.force_clamped = Subset.of(self.ctrllimited), Subset.of(self.forcelimited)
-        self.dof_clamped = Subset.of(self.dof_forcelimited)
+        self.reads_length = any(k.some for k in (self.gain_affine, self.gain_muscle, self.bias_affine, self.bias_muscle))
+        self.ctrl_limits = Limits.of(self.ctrllimited, self.ctrlrange)
+        self.force_limits = Limits.of(self.forcelimited, self.forcerange)
+        self.dof_limits = Limits.of(self.dof_forcelimited, self.dof_forcerange)
         self.tendon_limited, self.posed_some = bool((self.tendon_frcid >= 0).any()), bool(self.posed_each.any())
         self.nstateful = int(np.count_nonzero(self.stateful))
 
