@@ -19,8 +19,8 @@ TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = 
 
 
 class Subset(NamedTuple):
-    """Which of n entries a kind or limit covers: each (n,) bool, and whether some (any) and every (all) entry is in it,
-    so that the force pipeline skips the work of an empty subset and the masking of a full one."""
+    """The actuators of one kind (a gain or bias type): each (nu,) bool, and whether some (any) and every (all) actuator
+    is of it, so that the force pipeline skips the work of an empty kind and the masking of a full one."""
     each: np.ndarray
     some: bool
     every: bool
