@@ -28,7 +28,7 @@ import numpy as np
 
 from physai import joints, validation
 from physai.engine.actuators import (AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_JOINT,
-                                     TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON, Actuators)
+                                     TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON, Actuators, Limits)
 from physai.engine.data import Data
 from physai.engine.model import Model
 from physai.engine.smooth import body_poses, quat_to_mat_mj, rotate_mj
@@ -48,7 +48,12 @@ def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:
         got = f"{u.shape[0]} entries" if u.ndim == 1 else f"shape {u.shape}"
         raise ShapeError(f"ctrl has {got}, the model has nu = {actuators.nu} actuators (one control each)")
     u = validation.vector("ctrl", u, actuators.nu)
-    return np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
+    return clamped(u, actuators.ctrl_limits)
+
+
+def clamped(x: np.ndarray, limits: Limits) -> np.ndarray:
+    """A new array of x (n,) clamped to limits (one of an Actuators' Limits) where limited, the other entries kept."""
+    return np.clip(x, limits.lo, limits.hi) if limits.some else x.copy()
 
 
 def check_state(actuators: Actuators, q, qd, act, dt):
@@ -242,7 +247,7 @@ def transmission(actuators: Actuators, model: Model, d: Data, q: np.ndarray, con
 def posed(actuators: Actuators, model: Model, d: Data, q: np.ndarray, contacts=None) -> Actuators:
     """The actuators with the moment arms and lengths of the state q (transmission), or themselves when none depends on
     the configuration."""
-    if not actuators.posed_each.any():
+    if not actuators.posed_some:
         return actuators
     length, moment = transmission(actuators, model, d, q, contacts)
     return dataclasses.replace(actuators, moment=moment, length=length)
@@ -268,9 +273,9 @@ def muscle_dynamics(u: np.ndarray, act: np.ndarray, prm: np.ndarray) -> np.ndarr
 def activation_rate(actuators: Actuators, u: np.ndarray, act: np.ndarray) -> np.ndarray:
     """act_dot (na,) [1/s] of the stateful actuators (their activations act (na,), clamped controls u (nu,)):
     integrator u; filter and filterexact (u - act) / tau; muscle mju_muscleDynamics."""
-    s = actuators.stateful
-    if not s.any():                                    # none stateful: no rate (its empty arrays' work skipped)
+    if not actuators.na:                               # none stateful: no rate (its empty arrays' work skipped)
         return np.zeros(0)
+    s = actuators.stateful
     dyn, prm, us = actuators.dyntype[s], actuators.dynprm[s], u[s]
     tau = np.maximum(MINVAL, prm[:, 0])
     rate = np.where(dyn == DYN_INTEGRATOR, us, (us - act) / tau)
@@ -340,20 +345,28 @@ def muscle_bias(length, lengthrange, acc0, prm):
 
 def gains(actuators: Actuators, length: np.ndarray, velocity: np.ndarray) -> np.ndarray:
     """Each actuator's gain (nu,): g0 (fixed), g0 + g1 length + g2 velocity (affine), or muscle_gain."""
-    g = actuators.gain
-    gain = np.where(actuators.gaintype == AFFINE, g[:, 0] + g[:, 1] * length + g[:, 2] * velocity, g[:, 0])
-    m = actuators.gaintype == MUSCLE
-    if m.any():
+    g, affine = actuators.gain, actuators.gain_affine
+    if not affine.some:                                # fixed (muscles overwritten below)
+        gain = g[:, 0].copy()
+    else:
+        gain = g[:, 0] + g[:, 1] * length + g[:, 2] * velocity
+        gain = gain if affine.every else np.where(affine.each, gain, g[:, 0])
+    if actuators.gain_muscle.some:
+        m = actuators.gain_muscle.each
         gain[m] = muscle_gain(length[m], velocity[m], actuators.lengthrange[m], actuators.acc0[m], actuators.gainprm[m])
     return gain
 
 
 def biases(actuators: Actuators, length: np.ndarray, velocity: np.ndarray) -> np.ndarray:
     """Each actuator's bias (nu,): b0 + b1 length + b2 velocity (affine; zero for none), or muscle_bias."""
-    b = actuators.bias
-    bias = np.where(actuators.biastype == AFFINE, b[:, 0] + b[:, 1] * length + b[:, 2] * velocity, 0.0)
-    m = actuators.biastype == MUSCLE
-    if m.any():
+    b, affine = actuators.bias, actuators.bias_affine
+    if not affine.some:                                # none (muscles overwritten below)
+        bias = np.zeros(actuators.nu)
+    else:
+        bias = b[:, 0] + b[:, 1] * length + b[:, 2] * velocity
+        bias = bias if affine.every else np.where(affine.each, bias, 0.0)
+    if actuators.bias_muscle.some:
+        m = actuators.bias_muscle.each
         bias[m] = muscle_bias(length[m], actuators.lengthrange[m], actuators.acc0[m], actuators.biasprm[m])
     return bias
 
@@ -375,7 +388,9 @@ def raw_forces(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarra
     """Each actuator's force before its limits (nu,) [N m | N]: gain input + bias (inputs, gains, biases) for clamped
     controls u, activations act and their rate act_dot (na,; None without stateful actuators), h [s] the step of
     actearly."""
-    length, velocity = lengths_velocities(actuators, q, qd)
+    check_posed(actuators)
+    # fixed gains and no biases (motors) read no length or velocity
+    length, velocity = lengths_velocities(actuators, q, qd) if actuators.reads_length else (None, None)
     return gains(actuators, length, velocity) * inputs(actuators, u, act, act_dot, h) + biases(actuators, length, velocity)
 
 
@@ -416,8 +431,8 @@ def tendon_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:
 def limited_forces(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
     """The scalar forces (nu,) of the forces raw (nu,) before the limits: scaled on their force-limited tendons
     (tendon_scaled), then clamped to forcerange where forcelimited (mj_fwdActuation's order)."""
-    f = tendon_scaled(actuators, raw) if (actuators.tendon_frcid >= 0).any() else raw
-    return np.where(actuators.forcelimited, np.clip(f, actuators.forcerange[:, 0], actuators.forcerange[:, 1]), f)
+    f = tendon_scaled(actuators, raw) if actuators.tendon_limited else raw
+    return clamped(f, actuators.force_limits)
 
 
 def scalar_forces(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray, act: np.ndarray | None = None,
@@ -432,8 +447,7 @@ def joint_force(actuators: Actuators, f: np.ndarray) -> np.ndarray:
     """moment^T f (nv,) clamped to dof_forcerange where dof_forcelimited (MuJoCo's qfrc_actuator)."""
     check_posed(actuators)
     tau = actuators.moment.T @ f
-    lo, hi = actuators.dof_forcerange.T
-    return np.where(actuators.dof_forcelimited, np.clip(tau, lo, hi), tau)
+    return clamped(tau, actuators.dof_limits)
 
 
 def joint_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:
@@ -499,8 +513,8 @@ def servo_metric(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.n
     return tuple(actuators.moment.T @ (c[:, None] * actuators.moment) for c in (B, K))
 
 
-__all__ = ["MINVAL", "SiteFrames", "TENDON_AT", "activation_rate", "biases", "body_transmission", "check_posed", "clamped_ctrl",
-           "conjugate", "gains", "inputs", "joint_force", "joint_saturated", "joint_transmission", "lengths_velocities",
+__all__ = ["MINVAL", "SiteFrames", "TENDON_AT", "activation_rate", "biases", "body_transmission", "check_posed", "clamped",
+           "clamped_ctrl", "conjugate", "gains", "inputs", "joint_force", "joint_saturated", "joint_transmission", "lengths_velocities",
            "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length", "next_activation", "posed",
            "quat_to_vel", "raw_forces", "limited_forces", "scalar_forces", "servo_metric", "servo_slopes",
            "site_jacobian", "site_transmission", "slider_crank", "tendon_saturated", "tendon_scaled", "tendon_totals",

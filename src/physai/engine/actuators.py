@@ -3,6 +3,7 @@ physai models). physai.engine.loaders reads them from a MuJoCo model; physai.for
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,6 +16,30 @@ DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE = range(5)
 FIXED, AFFINE, MUSCLE = range(3)
 #: transmission types (MuJoCo's mjtTrn values): joint, joint in the parent frame, slider-crank, tendon, site, body
 TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = range(6)
+
+
+class Subset(NamedTuple):
+    """The actuators of one kind (a gain or bias type): each (nu,) bool, and whether some (any) and every (all) actuator
+    is of it, so that the force pipeline skips the work of an empty kind and the masking of a full one."""
+    each: np.ndarray
+    some: bool
+    every: bool
+
+    @classmethod
+    def of(cls, each: np.ndarray) -> "Subset":
+        return cls(each, bool(each.any()), bool(each.all()))
+
+
+class Limits(NamedTuple):
+    """A range [low, high] (n, 2) used where limited (n,) as bounds for np.clip: lo, hi (n,) the range's where limited,
+    -inf and +inf elsewhere (np.clip(x, -inf, inf) is x, bit for bit, NaN too), and whether some entry is limited."""
+    some: bool
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @classmethod
+    def of(cls, limited: np.ndarray, limits: np.ndarray) -> "Limits":
+        return cls(bool(limited.any()), np.where(limited, limits[:, 0], -np.inf), np.where(limited, limits[:, 1], np.inf))
 
 
 @dataclass(eq=False)
@@ -64,6 +89,12 @@ class Actuators:
                  actuator_gear) and cranklength (nu,) [m]; None: no such actuator
     length:      (nu,) the lengths at the state a posed copy was made at (physai.engine.actuation.posed), whose moment
                  holds that state's arms; None: qmoment q
+    Made from them once (constant, as the arrays are; physai.engine.actuation branches on them): stateful (nu,) bool
+    and act_index (nu,) (each stateful actuator's place in act, -1 for none); the Subsets (of the actuators)
+    gain_affine, gain_muscle, bias_affine, bias_muscle (the gaintype and biastype) and reads_length (some gain or bias
+    is affine or a muscle's: reads the actuators' lengths and velocities); the Limits ctrl_limits, force_limits,
+    dof_limits (ctrlrange where ctrllimited, forcerange where forcelimited, dof_forcerange where dof_forcelimited);
+    tendon_limited (some actuator on a force-limited tendon), posed_some (posed_each.any()) and nstateful (na).
     Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
     low > high or an unknown type InvalidModelError.
     """
@@ -131,6 +162,19 @@ class Actuators:
                 a = int(bad[0])
                 raise InvalidModelError(f"actuator {self.names[a]!r}: {what}range is [{limits[a, 0]:g}, {limits[a, 1]:g}], "
                                         f"low > high; a limited {what}range needs low <= high")
+        self._summarize()
+
+    def _summarize(self) -> None:
+        """The Subsets and flags the force pipeline branches on (the class docstring's last paragraph), from the checked
+        arrays."""
+        self.gain_affine, self.gain_muscle = Subset.of(self.gaintype == AFFINE), Subset.of(self.gaintype == MUSCLE)
+        self.bias_affine, self.bias_muscle = Subset.of(self.biastype == AFFINE), Subset.of(self.biastype == MUSCLE)
+        self.reads_length = any(k.some for k in (self.gain_affine, self.gain_muscle, self.bias_affine, self.bias_muscle))
+        self.ctrl_limits = Limits.of(self.ctrllimited, self.ctrlrange)
+        self.force_limits = Limits.of(self.forcelimited, self.forcerange)
+        self.dof_limits = Limits.of(self.dof_forcelimited, self.dof_forcerange)
+        self.tendon_limited, self.posed_some = bool((self.tendon_frcid >= 0).any()), bool(self.posed_each.any())
+        self.nstateful = int(np.count_nonzero(self.stateful))
 
     def _check_dynamics(self) -> None:
         """The activation, gain and bias fields checked (None: none, affine, zeros, False)."""
@@ -181,7 +225,7 @@ class Actuators:
     def needs_pose(self) -> bool:
         """Whether some actuator's moment arms depend on the configuration and this copy holds none of a state's
         (physai.engine.actuation.posed makes one that does)."""
-        return self.length is None and bool(self.posed_each.any())
+        return self.length is None and self.posed_some
 
     def _check_muscles(self) -> None:
         """InvalidModelError for a muscle gain or bias whose parameters MuJoCo's compiler refuses: range[0] < range[1],
@@ -213,7 +257,7 @@ class Actuators:
     @property
     def na(self) -> int:
         """Number of activations (MuJoCo's na): one per actuator with activation dynamics."""
-        return int(np.count_nonzero(self.stateful))
+        return self.nstateful
 
     @property
     def affine_each(self) -> np.ndarray:

@@ -230,7 +230,7 @@ class DynamicsEvaluator:
         the activations' rate into act_dot; the actuators posed at q from this evaluation's Data (and, constrained, the
         contacts at q: adhesion) into self.actuators."""
         acts = self.inputs.actuators
-        if acts.posed_each.any():
+        if acts.posed_some:
             adhesion = self.constrained and (acts.posed_each & (acts.trntype == TRN_BODY)).any()
             acts = self.actuators = actuation.posed(acts, self.model, self.d, q, self.contacts(q) if adhesion else None)
         u = actuation.clamped_ctrl(acts, self.inputs.ctrl)
@@ -376,7 +376,7 @@ class DynamicsEvaluator:
         self.tau = None                                # set again below once this evaluation's forces are known
         self.filled = False
         self.qfrc_actuator = np.zeros(model.nv)
-        posed = x.actuators is not None and x.actuators.posed_each.any()
+        posed = x.actuators is not None and x.actuators.posed_some
         if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and not posed and \
                 not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
             try:

@@ -22,7 +22,7 @@ the centre of the link's tree, as every spatial vector of the engine (physai.eng
 import numpy as np
 
 from physai.engine.data import Data
-from physai.engine.model import Model
+from physai.engine.model import Model, per_model
 from physai.engine.model_checks import label
 from physai.exceptions import UnsupportedModelError
 
@@ -34,8 +34,9 @@ def damper_spring_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """passive_force of a Model for arrays already checked (a simulation's running state), q (nq, ...) and qd (nv, ...):
     a batch keeps the state index last."""
     f = -model.dof_damping.reshape((-1,) + (1,) * (qd.ndim - 1)) * qd
-    k = model.spring_stiffness.reshape((-1,) + (1,) * (q.ndim - 1))
-    f[model.spring_dofadr] -= k * (q[model.spring_qposadr] - model.spring_ref.reshape(k.shape))
+    if len(model.spring_dofadr):                       # the springs (none: nothing to subtract)
+        k = model.spring_stiffness.reshape((-1,) + (1,) * (q.ndim - 1))
+        f[model.spring_dofadr] -= k * (q[model.spring_qposadr] - model.spring_ref.reshape(k.shape))
     return f
 
 
@@ -64,8 +65,10 @@ def tendon_passive_force(model, length: np.ndarray, J: np.ndarray, qd: np.ndarra
     return J.T @ tendon_force(model, length, J @ qd)
 
 
+@per_model
 def has_body_forces(model: Model) -> bool:
-    """Whether the model has gravity compensation or fluid forces (forces that need the bodies' poses)."""
+    """Whether the model has gravity compensation or fluid forces (forces that need the bodies' poses); made once per
+    Model (every evaluation asks)."""
     return has_gravcomp(model) or has_fluid(model)
 
 
