@@ -9,10 +9,11 @@ mjd_transitionFD, one state per call, in one run.
 States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_control's humanoid after 100 steps of
 mj_step from its start state (task_models.start), and the Panda in its scene (its fingers' joint equality, 20 steps
 from its home keyframe with the fingers at 0.03 m), each with its own integrator, the solver at tolerance 1e-15.
-Timed: physai's call (the solve at the state; the rows' q-derivatives analytic for plane-sphere/capsule/box contacts,
-sphere/capsule pairs and hinge limits, the other rows rebuilt at 4 points along each dof that moves one of them, their
-contacts and rows each in one compiled call; the detection alone at +-2e-6 along the other dofs, for a contact
-appearing), MuJoCo's mjd_transitionFD with forward differences (eps 1e-6) and centred ones; ratio = physai / MuJoCo's
+Timed: physai's call (the smooth forces and the solve at the state in one compiled call; the rows' q-derivatives
+analytic for plane-sphere/capsule/box contacts, sphere/capsule pairs and hinge limits, the other rows rebuilt at 4
+points along each dof that moves one of them, their contacts and rows each in one compiled call; along the other dofs,
+those the proof does not clear detected at +-2e-6 for a contact appearing, proof and detection in one compiled
+call), MuJoCo's mjd_transitionFD with forward differences (eps 1e-6) and centred ones; ratio = physai / MuJoCo's
 (below 1: physai is faster; issue U's target is 0.1 against the forward differences). Also printed: the largest
 difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest
 entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs. Last column: physai
@@ -21,8 +22,10 @@ often runs undisturbed on a loaded machine), the ratio of their best rounds; tex
 (each relative to its largest entry) from the NumPy text's (COMPILED_STEP False; 0 with --numpy-step).
 
 Then the compiled detection alone at the call's checked points (those _Constraints._moved_contacts detects without
-the proof: 4 along each differenced dof, 2 along each other one; detected: how many it detects with it, the others'
-dofs proven free of a switching contact by _Constraints._proven_still), all of them in one native.detect_arrays
+the proof, recorded on the NumPy text's path (_checks_compiled off: the call itself proves and detects them in one
+compiled call, _checked_still): 4 along each differenced dof, 2 along each other one; detected: how many it detects
+with it, the others' dofs proven free of a switching contact by _Constraints._proven_still), all of them in one
+native.detect_arrays
 call: every candidate pair at every point, each point's subset (_Constraints._detect_subset: the pairs its dof moves),
 and no pair (the geoms' poses and the broad phase alone), every geom posed and the whole broad phase run; then the
 subset and no pair with along=(q, each point's dof: what _moved_contacts calls), posing only the bodies a point's
@@ -126,14 +129,16 @@ def detection(name: str, make) -> str:
         seen.append((Q, (self.base, dofs), self._detect_subset(dofs)[0]))
         return held(self, Q, dofs)
 
-    prove = derivatives._Constraints._proven_still
+    prove, compiled = derivatives._Constraints._proven_still, derivatives._Constraints._checks_compiled
     derivatives._Constraints._moved_contacts = record
+    derivatives._Constraints._checks_compiled = lambda self: False     # the NumPy text's seams: _moved_contacts called
     try:                                           # the points detected with the proof, then every checked one
         derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
         derivatives._Constraints._proven_still = lambda self, still, poses: np.zeros(len(still), bool)
         derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
     finally:
         derivatives._Constraints._moved_contacts, derivatives._Constraints._proven_still = held, prove
+        derivatives._Constraints._checks_compiled = compiled
     detected = len(seen[0][0]) if len(seen) == 2 else 0
     (Q, along, subset) = seen[-1]
     calls = [(np.ones_like(subset), None), (subset, None), (np.zeros_like(subset), None), (subset, along),

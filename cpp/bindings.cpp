@@ -54,6 +54,7 @@
 #include <utility>
 #include <vector>
 
+#include "configuration.h"
 #include "constraint_derivative.h"
 #include "kernels.h"
 #include "workspace.h"
@@ -1343,6 +1344,79 @@ const void *array_view(Fields &f, const char *name, int type, std::initializer_l
 // geom (nc, 2) their geoms; every array C-contiguous float64 or int64): bool (k,), each dof proven (cpp/constraint_derivative.h's
 // proven_still); TypeError for an array of another type, shape, layout or byte order (Fields.error's, as the other
 // kernels' fields), ValueError for an index out of range
+// PROVEN_STILL's check (derivatives._Constraints._checked_still): each dof of `dofs` detected at q0 moved by -2 and +2
+// ROW_STEP along it (integrate_pos, as _Constraints._points), posing only the bodies it moves and colliding the pairs
+// it may change (_detect_subset's: those it moves one geom of, and those in contact at q0 it moves either geom of), then
+// held to q0's contacts S as _moved_contacts and _one_side hold them: at each point as many contacts as q0's the dof
+// moves, their dims and bodies in order, and every normal (q0's and the points') on one side of make_frame's switch.
+// 0 where all hold; 1 where one does not, or a contact of q0 has no geom pair (the caller's NumPy text then finds which
+// and names it). The left-out pairs that may touch at a point (indices into the model's missing pairs, sorted, once)
+// into near
+int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, const double *q0,
+                const std::vector<int64_t> &dofs, std::vector<int64_t> &near) {
+    const Model &m = nm.model;
+    const int64_t P = T.npair, nv = m.nv, nq = m.nq, npts = 2 * int64_t(dofs.size());
+    if (dofs.empty()) return 0;
+    for (int64_t c = 0; c < 2 * S.nc; c++)
+        if (S.geom[c] < 0) return 1;
+    std::vector<uint8_t> touching(size_t(P), 0), subset(size_t(npts * P));
+    for (int64_t p = 0; p < P; p++)                                     // the pairs with a contact at q0
+        for (int64_t c = 0; c < S.nc && !touching[size_t(p)]; c++)
+            touching[size_t(p)] = T.pair[2 * p] == S.geom[2 * c] && T.pair[2 * p + 1] == S.geom[2 * c + 1];
+    std::vector<double> Q(size_t(npts * nq)), v(size_t(nv), 0.0);
+    std::vector<int64_t> along(static_cast<size_t>(npts));
+    for (int64_t i = 0; i < npts; i++) {                                // q0 moved by -2, +2 ROW_STEP along each dof
+        const int64_t k = dofs[size_t(i / 2)];
+        v[size_t(k)] = (i % 2 ? 2.0 : -2.0) * T.row_step;
+        integrate_pos(m, q0, v.data(), 1.0, &Q[size_t(i * nq)]);
+        v[size_t(k)] = 0.0, along[size_t(i)] = k;
+        for (int64_t p = 0; p < P; p++) {
+            const int64_t a = T.geom_dofs[T.pair[2 * p] * nv + k], b = T.geom_dofs[T.pair[2 * p + 1] * nv + k];
+            subset[size_t(i * P + p)] = uint8_t((a ^ b) | ((a | b) & touching[size_t(p)]));
+        }
+    }
+    Workspaces &kept = nm.work;                                         // collision_detect's workspaces
+    CollisionPtr own_work;
+    DetectOut own_out;
+    bool keeps = !kept.detecting;
+    if (keeps && !kept.collision_one) kept.collision_one = CollisionPtr(scalar::make_collision_work(m));
+    if (!keeps) own_work = CollisionPtr(scalar::make_collision_work(m));
+    CollisionWorkspace &w = keeps ? *kept.collision_one : *own_work;
+    DetectOut &out = keeps ? kept.detect_out : own_out;
+    struct Hold {
+        bool *flag;
+        ~Hold() { if (flag) *flag = false; }
+    } hold{keeps ? &kept.detecting : nullptr};
+    if (keeps) kept.detecting = true;
+    out.clear();
+    scalar::detect_states(m, w, Input{Q.data(), nq}, subset.data(), 0, npts, out, q0, along.data());
+    near.assign(out.near.begin(), out.near.end());
+    std::sort(near.begin(), near.end()), near.erase(std::unique(near.begin(), near.end()), near.end());
+    auto from_y = [](const double *floats) { return std::fabs(floats[4]) < 0.5; };   // tangent_from_y of its normal
+    bool one = true, any = false;
+    for (int64_t c = 0; c < S.nc; c++) {
+        bool y = from_y(S.floats + c * PACKED_WIDTH);
+        one = one && y, any = any || y;
+    }
+    if (!one && any) return 1;                                          // q0's normals on both sides
+    size_t at = 0;
+    for (int64_t i = 0; i < npts; i++) {                                // each point's contacts, q0's moved ones in order
+        const int64_t k = along[size_t(i)];
+        int64_t found = out.ncon[size_t(i)], j = 0;
+        for (int64_t c = 0; c < S.nc; c++) {
+            if (!(T.geom_dofs[S.geom[2 * c] * nv + k] | T.geom_dofs[S.geom[2 * c + 1] * nv + k])) continue;
+            if (j >= found) return 1;
+            for (int e = 0; e < 3; e++)
+                if (out.i[(at + size_t(j)) * 3 + size_t(e)] != S.ints[3 * c + e]) return 1;
+            if (from_y(&out.f[(at + size_t(j)) * CONTACT_FLOATS]) != one) return 1;
+            j++;
+        }
+        if (j != found) return 1;
+        at += size_t(found);
+    }
+    return 0;
+}
+
 nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     const int64_t nv = m.nv, nbody = m.nbody;
@@ -1396,7 +1470,19 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     void *out;
     nb::object r = new_array(1, dims, NPY_BOOL, out);
     proven_still(T, S, still, k, static_cast<uint8_t *>(out));
-    return r;
+    if (args[3].is_none()) return r;
+    PyArrayObject *base = reinterpret_cast<PyArrayObject *>(args[3].ptr());   // the check: q0 (nq,), the state
+    if (!PyArray_Check(args[3].ptr()) || PyArray_TYPE(base) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(base) ||
+        !PyArray_ISALIGNED(base) || PyArray_NDIM(base) != 1 || int64_t(PyArray_DIMS(base)[0]) != m.nq)
+        throw nb::type_error("proven_still check: expected q0, a C-contiguous float64 array of shape (nq,)");
+    if (!m.has_constraints || T.npair != m.ncand + m.nmissing || T.nv != nv)
+        throw nb::value_error("proven_still check: the tables are not this model's (its pairs, ncand + nmissing)");
+    std::vector<int64_t> left;                                          // the dofs the proof leaves
+    for (int64_t s = 0; s < k; s++)
+        if (!static_cast<uint8_t *>(out)[s]) left.push_back(still[s]);
+    std::vector<int64_t> near;
+    int status = still_check(nm, T, S, static_cast<const double *>(PyArray_DATA(base)), left, near);
+    return nb::make_tuple(r, status, vector_array(near, 0));
 }
 
 // _native.call: one entry for every operation

@@ -83,7 +83,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"constraint_inverse", "q:q qd:v qacc:v constraint:o", "", false, false},
     {"step_derivatives", "q:q qd:v options:o", "", false, false},
     {"collision_detect", "q:q subset:o along:o", "", false, false},
-    {"proven_still", "still:o tables:o state:o", "", false, false},
+    {"proven_still", "still:o tables:o state:o check:o", "", false, false},
 };
 inline constexpr bool is_constraint(int op) { return op >= CONSTRAINT_ROWS && op <= CONSTRAINT_INVERSE; }
 

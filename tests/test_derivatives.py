@@ -1234,6 +1234,7 @@ def test_constrained_step_derivatives_detect_at_each_point_the_pairs_its_dof_mov
     m, d, (model, q, qd, ctrl) = scene()
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
     monkeypatch.setattr(derivatives._Constraints, "_proven_still", no_proof)   # every dof's points detected
+    text_checks(monkeypatch)
     seen, moved_contacts = [], derivatives._Constraints._moved_contacts
 
     def spy(self, Q, dofs):
@@ -1306,9 +1307,16 @@ def no_proof(self, still, poses) -> np.ndarray:
     return np.zeros(len(still), bool)
 
 
+def text_checks(monkeypatch) -> None:
+    """The still dofs proven by _proven_still and the others detected by _points and _held_forces (the NumPy text's
+    seams the tests spy on), not by the compiled check that does both in one call (_checked_still)."""
+    monkeypatch.setattr(derivatives._Constraints, "_checks_compiled", lambda self: False)
+
+
 def proven_calls(monkeypatch, model, q, qd, backend="native") -> tuple:
     """(outcome with _proven_still, outcome without it (no_proof), the dofs proven): each outcome (A, B) or the
-    InvalidStateError's message."""
+    InvalidStateError's message (the proof and the detection the NumPy text's calls: text_checks)."""
+    text_checks(monkeypatch)
     proven, prove = [], derivatives._Constraints._proven_still
 
     def spy(self, still, poses):
@@ -1429,6 +1437,43 @@ def test_proven_still_dofs_show_no_switch_at_their_points_in_random_piles(monkey
     assert proven > 0 and taken > 0
 
 
+@pytest.mark.compiled
+def test_the_compiled_still_check_gives_the_texts_outcome(monkeypatch):
+    """_checked_still (the proof, then the detection at the points of the dofs it leaves, held to q's contacts in the
+    same call: cpp/bindings.cpp's still_check) against the NumPy text's _proven_still, _points and _held_forces
+    (text_checks), on proven_piles' 24 random states (half of them with a body a few ROW_STEP from touching the floor),
+    proving_scene's states at and away from a switch, the G1 standing and two arms touching: the same A and B bit for
+    bit, or the same refusal; the check clears some calls whole (status 0: every left dof detected and held) and hands
+    others to the text (a contact appearing or leaving along a dof)."""
+    calls, check = [], derivatives._Constraints._checked_still
+
+    def spy(self, still, poses, q):
+        out = check(self, still, poses, q)
+        calls.append((len(still), len(out)))
+        return out
+    states = proven_piles(13, 24) + [proving_scene(**{"sphere": 1e-3, "capsule": -1e-3, "arm": 1e-3, where: gap})
+                                     for where, gap in [("sphere", 1.5e-6), ("capsule", -1.5e-6), ("arm", 5e-7),
+                                                        ("sphere", 2e-3)]]
+    states += [scene()[2][:3] for scene in (g1_standing, arms_touching)]
+    taken = 0
+    for model, q, qd in states:
+        outcomes = []
+        for texts in (False, True):
+            with monkeypatch.context() as patch:
+                if texts:
+                    text_checks(patch)
+                else:
+                    patch.setattr(derivatives._Constraints, "_checked_still", spy)
+                try:
+                    outcomes.append(run("native", derivatives.step_derivatives, model, q, qd, constraints=True))
+                except InvalidStateError as e:
+                    outcomes.append(str(e))
+        taken += assert_same_outcome(*outcomes)
+    cleared = [n for n, left in calls if n and not left]
+    handed = [n for n, left in calls if left]
+    assert taken > 0 and cleared and handed
+
+
 def test_compiled_proof_proves_the_numpy_texts_dofs(monkeypatch):
     """cpp/constraint_derivative.h's proven_still (native.PROVEN_STILL) proves the same still dofs as the NumPy text of
     _Constraints._proven_still at every call of proving_scene's and proven_piles' states (every dof asked), and the
@@ -1439,6 +1484,7 @@ def test_compiled_proof_proves_the_numpy_texts_dofs(monkeypatch):
         seen.append((self, np.arange(self.model.nv), poses))
         return prove(self, still, poses)
     monkeypatch.setattr(derivatives._Constraints, "_proven_still", spy)
+    text_checks(monkeypatch)
     states = proven_piles(5, 12) + [proving_scene(a, -b, c) for a, b, c in
                                      np.random.default_rng(2).choice([1e-3, 3e-6, -3e-6, 1e-1], (8, 3))]
     for model, q, qd in states:
@@ -1549,6 +1595,7 @@ def test_the_compiled_proof_refuses_arrays_it_cannot_read_as_the_other_kernels_d
         seen.append((self, still, poses))
         return prove(self, still, poses)
     monkeypatch.setattr(derivatives._Constraints, "_proven_still", spy)
+    text_checks(monkeypatch)
     run("native", derivatives.step_derivatives, model, q, qd, constraints=True)
     self, still, (xpos, xmat) = seen[0]
     floats, ints = self.contacts[0].packed()
@@ -1626,6 +1673,7 @@ def test_the_proof_claims_no_more_room_than_nearly_parallel_capsules_have(monkey
         seen.append((self, poses))
         return prove(self, still, poses)
     monkeypatch.setattr(derivatives._Constraints, "_proven_still", spy)
+    text_checks(monkeypatch)
     for _ in range(48):
         m, d, model = near_parallel_capsules(rng)
         half = m.geom_size[:, 1, None] * d.geom_xmat.reshape(-1, 3, 3)[:, :, 2]

@@ -865,10 +865,7 @@ class _Constraints:
             return np.zeros(len(still), bool)
         xpos, xmat = poses
         if COMPILED_PIECES and native.on:                                # the compiled proof, one call
-            floats, ints = contacts.packed()
-            return native.PROVEN_STILL(model, still, _still_kernel_tables(model), {
-                "xpos": np.ascontiguousarray(xpos), "xmat": np.ascontiguousarray(xmat), "floats": floats, "ints": ints,
-                "geom": np.ascontiguousarray(contacts.geom, dtype=np.int64)})
+            return native.PROVEN_STILL(model, still, _still_kernel_tables(model), self._still_state(poses), None)
         t = _still_tables(model)
         pair, reach, local, frame, body, anchor, turn, slide, gbody = (t.pair, t.reach, t.local, t.frame, t.body, t.anchor,
                                                                         t.turn, t.slide, t.gbody)
@@ -900,6 +897,37 @@ class _Constraints:
         need = moves[:, fail] | (moved[:, fail] & held[fail])
         travel = 2 * ROW_STEP * (speed[:, g1[fail]] + speed[:, g2[fail]]) + slack
         return ~(need & ~(room[fail] > travel)).any(axis=1)
+
+    def _still_state(self, poses: tuple) -> dict:
+        """The compiled proof's state (cpp/constraint_derivative.h's StillState): the poses at q (xpos, xmat) and the
+        contacts there, packed, with their geom pairs."""
+        contacts, (xpos, xmat) = self.contacts[0], poses
+        floats, ints = contacts.packed()
+        return {"xpos": np.ascontiguousarray(xpos), "xmat": np.ascontiguousarray(xmat), "floats": floats, "ints": ints,
+                "geom": np.ascontiguousarray(contacts.geom, dtype=np.int64)}
+
+    def _checks_compiled(self) -> bool:
+        """Whether _checked_still runs: the compiled pieces, and the rows _row_arrays makes by the compiled detection."""
+        model = self.model
+        return bool(COMPILED_PIECES and native.on and self.discrete is None and native.runs(model)
+                    and not model.unsupported and self.contacts is not None and self.contacts[0].geom is not None)
+
+    def _checked_still(self, still: np.ndarray, poses: tuple, q: np.ndarray) -> np.ndarray:
+        """The dofs of still (those moving no row, when none is differenced) that terms must still detect at their
+        points (_points, _held_forces): none where the compiled call (native.PROVEN_STILL with its check,
+        cpp/bindings.cpp's still_check) proves each (_proven_still) or detects it at its points as _moved_contacts
+        does and finds q's contacts kept as _moved_contacts and _one_side require; else those the proof leaves, for
+        the NumPy text to find what differs and name it (or take the frames' general path). Warns of a left-out pair
+        that may touch at a point (collision.warn_near), as _moved_contacts."""
+        model, contacts = self.model, self.contacts[0]
+        if (contacts.geom < 0).any():                                      # a contact of no geom pair: not followed
+            return still
+        constraint.prepare_compiled(model)
+        proven, status, near = native.PROVEN_STILL(model, still, _still_kernel_tables(model), self._still_state(poses),
+                                                   np.ascontiguousarray(q, dtype=np.float64))
+        if len(near):
+            collision.warn_near(model, near.tolist(), stacklevel=4)
+        return still[:0] if status == 0 else still[~proven]
 
     def _rooms(self, needed: np.ndarray, held: np.ndarray, travel: np.ndarray, touching: dict, centre: np.ndarray,
                R: np.ndarray) -> np.ndarray:
@@ -1795,7 +1823,9 @@ class _Constraints:
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
             still = still[:0]                          # (those that move a pair of geoms that may touch)
         still = still[collision.contact_dofs(model)[still]] if still.size else still
-        if still.size:                                 # those along which no contact can switch: not detected
+        if still.size and not moving.size and self._checks_compiled():   # proven, or detected and held, in one call
+            still = self._checked_still(still, body_poses(model, q) if poses is None else poses, q)
+        elif still.size:                               # those along which no contact can switch: not detected
             still = still[~self._proven_still(still, body_poses(model, q) if poses is None else poses)]
         J, force = np.zeros((0, r.nefc, nv)), np.zeros((0, r.nefc))
         if moving.size or still.size:
