@@ -62,6 +62,7 @@ struct StepDerivData {
     std::vector<int> cpiv, qpiv;
     std::vector<int64_t> Q;
     std::vector<int> piv;
+    std::vector<double> L, Linv;                                       // K's Cholesky on M's tree pattern (acceleration)
     std::vector<char> keep;
     StepDerivData(const Model &m, const Actuators &act)
         : nv(m.nv), nu(act.nu), cols(2 * m.nv + act.nu), s(m, act), dw(m) {
@@ -70,6 +71,7 @@ struct StepDerivData {
         for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
         for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn, &tau}) x->resize(V);
         qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V), cpiv.resize(V), every.resize(V);
+        L.resize(size_t(tree_nnz(m))), Linv.resize(V);
         for (int k = 0; k < nv; k++) every[size_t(k)] = k;
         M0.resize(V * V), this->C.resize(V * C), R.resize(V * C);
         for (auto *x : {&cb, &ck, &dcb, &dck}) x->resize(size_t(nu));
@@ -385,6 +387,29 @@ inline void product_rule(int nv, const ConstrainedTerms &t, double *Gq, double *
     }
 }
 
+// X (nv, cols) <- K^-1 X from tree_cholesky's factor L and reciprocal diagonal inv of K on M's tree pattern: smooth.h's
+// tree_solve with each b[k] a row of X, its row operations in sub's kernels (wide.h's subtract_rows_set: one source row
+// into each ancestor's row, then a row less its ancestors' rows, kMaxSources at a time)
+inline void tree_solve_rows(const Model &m, const double *L, const double *inv, double *X, int cols,
+                            const SubtractRows (*sub)[kMaxGroup]) {
+    for (int k = m.nv - 1; k >= 0; k--) {                              // L^T Y = X
+        const double *Lk = L + m.M_rowadr[k];
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        double *Xk = X + size_t(k) * cols;
+        for (int c = 0; c < cols; c++) Xk[c] *= inv[k];
+        for (int64_t s = 0; s < depth; s++)
+            subtract_sources(sub, X + size_t(anc[s]) * cols, [Xk](int) -> const double * { return Xk; }, Lk + s, 1, cols);
+    }
+    for (int k = 0; k < m.nv; k++) {                                   // L Z = Y
+        const double *Lk = L + m.M_rowadr[k];
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        double *Xk = X + size_t(k) * cols;
+        subtract_sources(sub, Xk, [X, anc, cols](int s) -> const double * { return X + size_t(anc[s]) * cols; }, Lk,
+                         int(depth), cols);
+        for (int c = 0; c < cols; c++) Xk[c] *= inv[k];
+    }
+}
+
 // X (nv, cols) <- H^-1 (X + J^T W) (derivatives._Constraints._hessian_solve; H (nv, nv) destroyed): with stiff rows (the
 // quadratic rows Q, no cone, W zero elsewhere) M^-1 (X - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 X - W_Q / D_Q)),
 // R_Q = 1 / D_Q; otherwise H's LU; false for a singular matrix
@@ -528,8 +553,19 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
         for (int j = 0; j < nv; j++) a[j] -= c.h * stiffness[j] * qd[j];   // f - h K qd
     bool servos = discrete && act.nu;                                  // the servos' B and K, their - h K qd
     if (servos && !servo_metric(m, act, w, s.force.data(), qd, c.h, K, a)) return SINGULAR;
-    if (!lu_factor(K, nv, w.piv.data())) return SINGULAR;
-    lu_apply(K, nv, w.piv.data(), a, 1, nullptr);
+    // K on M's tree pattern (but implicit's, the free bodies' blocks, the discrete metric): its Cholesky there
+    // (tree_cholesky, MuJoCo's mj_factorM; K = M + h B or M - h D, symmetric), else or where not positive definite its LU
+    bool tree = c.integrator != IMPLICIT && !discrete && !(c.integrator == IMPLICITFAST && m.nfree);
+    if (tree) {
+        std::copy(M, M + tree_nnz(m), w.L.begin());
+        tree = tree_cholesky(m, w.L.data(), w.Linv.data());
+    }
+    if (tree) {
+        tree_solve(m, w.L.data(), w.Linv.data(), a);
+    } else {
+        if (!lu_factor(K, nv, w.piv.data())) return SINGULAR;
+        lu_apply(K, nv, w.piv.data(), a, 1, nullptr);
+    }
     if (any_nonfinite(a, size_t(nv))) return NONFINITE;
     // X = [dF/dq - dtau/dq | dF/dqd - dtau/dqd | dF/dctrl], F = passive + actuators (+ applied: constant)
     std::fill(X, X + size_t(nv) * cols, 0.0);
@@ -579,7 +615,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
         damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
                                    c.integrator == IMPLICITFAST);
-    lu_apply(K, nv, w.piv.data(), X, cols, w.sub);
+    if (tree) tree_solve_rows(m, w.L.data(), w.Linv.data(), X, cols, w.sub);
+    else lu_apply(K, nv, w.piv.data(), X, cols, w.sub);
     return OK;
 }
 
