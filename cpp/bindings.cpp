@@ -1080,27 +1080,10 @@ const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc
     return &dc;
 }
 
-// CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
-// eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations, balanced (qfrc_constraint
-// as solver.balanced_constraint_force gives it); forward and inverse: rows, whether to return the rows; forward then
-// own_force, its rows with the solver's efc_force; last, each op's discrete: None, or a discrete model's step
-// (inverse.h's discrete_forward_state, discrete_state: its rows at the step's end, the forward's step map, the
-// inverse's tau) as (its step_fields' dict (h, integrator, implicit_damping, explicit_couplings, tolerance, iterations,
-// actuators; the rest unread), ctrl (nu,) or None, act (na,) or None), forward's without rows). Returns (results, sizes, rows...): results per state (forward: qacc,
-// qfrc_constraint, iterations, improvement, converged, discrete's capped (N,): each state's relative residual where its
-// smooth solve stopped at its iteration cap, -1 none; inverse: tau, qfrc_constraint; none for the rows), with a leading
-// N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
-// nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
-// efc_force (not for the rows); ints (2, total nefc): type, id (forward, inverse: (3, total nefc), each row's state
-// third); contact_row (1, total contacts), contact_mu (total contacts); forward then ncone (N,): each state's contacts
-// on their cone, cones (2, total cones): each one's first row in its state's rows and dim, cone_H (the cones' dim x
-// dim Hessians concatenated); forward's efc_force, states and cones those of update at qacc (J qacc - aref), its
-// qfrc_constraint J^T efc_force; with own_force the solver's efc_force and qfrc_constraint, no states (ints (2, total
-// nefc)) and nothing after contact_mu. Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and
-// run on the CompiledModel's workspace; larger ones run on threads with the GIL released.
 // constraint_forward's front option (actuators, ctrl (N, nu) or None, qfrc_applied (N, nv) or None; float64 in C order)
 // into c.front, c.ctrl and c.applied (their arrays kept in ctrl and applied); ValueError for another shape, or actuators
-// the front does not model (activations, arms of the configuration: derivatives.numpy_only's), or a discrete call
+// the front does not take (activations, arms of the configuration: forward.DynamicsEvaluator.evaluate's compiled branch
+// leaves those to the NumPy text), or a discrete call
 void read_front(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c, DArr &ctrl, DArr &applied) {
     if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 3)
         throw nb::value_error("constraint_forward: front (actuators, ctrl, qfrc_applied)");
@@ -1121,6 +1104,25 @@ void read_front(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c, DA
     c.front = &act;
 }
 
+// CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
+// eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations, balanced (qfrc_constraint
+// as solver.balanced_constraint_force gives it); forward and inverse: rows, whether to return the rows; forward then
+// own_force, its rows with the solver's efc_force; last, each op's discrete: None, or a discrete model's step
+// (inverse.h's discrete_forward_state, discrete_state: its rows at the step's end, the forward's step map, the
+// inverse's tau) as (its step_fields' dict (h, integrator, implicit_damping, explicit_couplings, tolerance, iterations,
+// actuators; the rest unread), ctrl (nu,) or None, act (na,) or None), forward's without rows). Returns (results, sizes, rows...): results per state (forward: qacc,
+// qfrc_constraint, iterations, improvement, converged, discrete's capped (N,): each state's relative residual where its
+// smooth solve stopped at its iteration cap, -1 none; inverse: tau, qfrc_constraint; none for the rows), with a leading
+// N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
+// nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
+// efc_force (not for the rows); ints (2, total nefc): type, id (forward, inverse: (3, total nefc), each row's state
+// third); contact_row (1, total contacts), contact_mu (total contacts); forward then ncone (N,): each state's contacts
+// on their cone, cones (2, total cones): each one's first row in its state's rows and dim, cone_H (the cones' dim x
+// dim Hessians concatenated); forward's efc_force, states and cones those of update at qacc (J qacc - aref), its
+// qfrc_constraint J^T efc_force; with own_force the solver's efc_force and qfrc_constraint, no states (ints (2, total
+// nefc)) and nothing after contact_mu. With the front option (forward: tau None, read_front) each state's f (nv) and M
+// (nv, nv) end results. Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and run on the
+// CompiledModel's workspace; larger ones run on threads with the GIL released.
 nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
@@ -1248,6 +1250,42 @@ template <class X> nb::object vector_array(const std::vector<X> &v, int64_t widt
     return r;
 }
 
+// the collision workspace and output of a detection on the calling thread (the GIL held): the compiled model's kept
+// ones unless a call in progress holds them (then this call's own; an output of more than 64 states its own too),
+// held while this lives (Workspaces::detecting)
+struct KeptDetection {
+    CollisionPtr own_work;
+    DetectOut own_out;
+    bool *held = nullptr;
+    CollisionWorkspace *work = nullptr;
+    DetectOut *out = nullptr;
+    KeptDetection(CompiledModel &nm, int64_t N) {
+        Workspaces &kept = nm.work;
+        bool keeps = !kept.detecting;
+        if (keeps && !kept.collision_one) kept.collision_one = CollisionPtr(scalar::make_collision_work(nm.model));
+        if (!keeps) own_work = CollisionPtr(scalar::make_collision_work(nm.model));
+        work = keeps ? kept.collision_one.get() : own_work.get();
+        out = keeps && N <= 64 ? &kept.detect_out : &own_out;
+        if (keeps) kept.detecting = true, held = &kept.detecting;
+        out->clear();
+    }
+    ~KeptDetection() {
+        if (held) *held = false;
+    }
+    KeptDetection(const KeptDetection &) = delete;
+    KeptDetection &operator=(const KeptDetection &) = delete;
+};
+
+// the contacts of N states of q (subset, q0 and dofs: cpp/collision.h's detect's) appended to kept's output, 64 states at
+// a time; a pending signal between them stops the call (its results discarded)
+void detect_chunks(const Model &m, KeptDetection &kept, Input q, const uint8_t *subset, int64_t N, const double *q0,
+                   const int64_t *dofs) {
+    for (int64_t lo = 0; lo < N; lo += 64) {
+        if (lo && PyErr_CheckSignals()) throw nb::python_error();
+        scalar::detect_states(m, *kept.work, q, subset, lo, std::min(N, lo + 64), *kept.out, q0, dofs);
+    }
+}
+
 // COLLISION_DETECT: the contacts of q (nq,) or N states (N, nq) (cpp/collision.h's detect; subset None, or each
 // state's pairs to collide: bool (N, ncand + nmissing), C order; along None, or (q0 float64 (nq,), dofs int64 (N,)):
 // state s is q0 moved along dof dofs[s], its other bodies posed at q0): (ncon (N,), floats (total,
@@ -1292,24 +1330,9 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
         for (int64_t k = 0; k < m.nq; k++)
             if (!std::isfinite(q0[k])) fail("type", "along");
     }
-    Workspaces &kept = nm.work;                                         // the kept workspace, unless a call holds it
-    CollisionPtr own_work;
-    DetectOut own_out;
-    bool keeps = !kept.detecting;
-    if (keeps && !kept.collision_one) kept.collision_one = CollisionPtr(scalar::make_collision_work(m));
-    if (!keeps) own_work = CollisionPtr(scalar::make_collision_work(m));
-    CollisionWorkspace &w = keeps ? *kept.collision_one : *own_work;
-    DetectOut &out = keeps && N <= 64 ? kept.detect_out : own_out;     // a large call's output not kept
-    struct Hold {                                                       // kept.detecting while this call runs
-        bool *flag;
-        ~Hold() { if (flag) *flag = false; }
-    } hold{keeps ? &kept.detecting : nullptr};
-    if (keeps) kept.detecting = true;
-    out.clear();
-    for (int64_t lo = 0; lo < N; lo += 64) {
-        if (lo && PyErr_CheckSignals()) throw nb::python_error();      // a signal: the results discarded
-        scalar::detect_states(m, w, q, subset, lo, std::min(N, lo + 64), out, q0, dofs);
-    }
+    KeptDetection kept(nm, N);
+    detect_chunks(nm.model, kept, q, subset, N, q0, dofs);
+    const DetectOut &out = *kept.out;
     npy_intp dims[2] = {npy_intp(out.cand.size()), 2};
     void *data;
     nb::object geom = new_array(2, dims, NPY_INT64, data);
@@ -1339,11 +1362,6 @@ const void *array_view(Fields &f, const char *name, int type, std::initializer_l
     return PyArray_DATA(a);
 }
 
-// PROVEN_STILL: still (k,) int64 dofs, tables (derivatives._still_kernel_tables' dict, per model), state (a dict: xpos
-// (nbody, 3), xmat (nbody, 3, 3) the bodies' poses at q; floats (nc, 28), ints (nc, 3) the contacts there, packed,
-// geom (nc, 2) their geoms; every array C-contiguous float64 or int64): bool (k,), each dof proven (cpp/constraint_derivative.h's
-// proven_still); TypeError for an array of another type, shape, layout or byte order (Fields.error's, as the other
-// kernels' fields), ValueError for an index out of range
 // PROVEN_STILL's check (derivatives._Constraints._checked_still): each dof of `dofs` detected at q0 moved by -2 and +2
 // ROW_STEP along it (integrate_pos, as _Constraints._points), posing only the bodies it moves and colliding the pairs
 // it may change (_detect_subset's: those it moves one geom of, and those in contact at q0 it moves either geom of), then
@@ -1375,21 +1393,9 @@ int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, co
             subset[size_t(i * P + p)] = uint8_t((a ^ b) | ((a | b) & touching[size_t(p)]));
         }
     }
-    Workspaces &kept = nm.work;                                         // collision_detect's workspaces
-    CollisionPtr own_work;
-    DetectOut own_out;
-    bool keeps = !kept.detecting;
-    if (keeps && !kept.collision_one) kept.collision_one = CollisionPtr(scalar::make_collision_work(m));
-    if (!keeps) own_work = CollisionPtr(scalar::make_collision_work(m));
-    CollisionWorkspace &w = keeps ? *kept.collision_one : *own_work;
-    DetectOut &out = keeps ? kept.detect_out : own_out;
-    struct Hold {
-        bool *flag;
-        ~Hold() { if (flag) *flag = false; }
-    } hold{keeps ? &kept.detecting : nullptr};
-    if (keeps) kept.detecting = true;
-    out.clear();
-    scalar::detect_states(m, w, Input{Q.data(), nq}, subset.data(), 0, npts, out, q0, along.data());
+    KeptDetection kept(nm, npts);
+    detect_chunks(m, kept, Input{Q.data(), nq}, subset.data(), npts, q0, along.data());
+    const DetectOut &out = *kept.out;
     near.assign(out.near.begin(), out.near.end());
     std::sort(near.begin(), near.end()), near.erase(std::unique(near.begin(), near.end()), near.end());
     auto from_y = [](const double *floats) { return std::fabs(floats[4]) < 0.5; };   // tangent_from_y of its normal
@@ -1406,8 +1412,8 @@ int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, co
         for (int64_t c = 0; c < S.nc; c++) {
             if (!(T.geom_dofs[S.geom[2 * c] * nv + k] | T.geom_dofs[S.geom[2 * c + 1] * nv + k])) continue;
             if (j >= found) return 1;
-            for (int e = 0; e < 3; e++)
-                if (out.i[(at + size_t(j)) * 3 + size_t(e)] != S.ints[3 * c + e]) return 1;
+            for (int e = 0; e < CONTACT_INTS; e++)
+                if (out.i[(at + size_t(j)) * CONTACT_INTS + size_t(e)] != S.ints[3 * c + e]) return 1;
             if (from_y(&out.f[(at + size_t(j)) * CONTACT_FLOATS]) != one) return 1;
             j++;
         }
@@ -1417,6 +1423,12 @@ int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, co
     return 0;
 }
 
+// PROVEN_STILL: still (k,) int64 dofs, tables (derivatives._still_kernel_tables' dict, per model), state (a dict: xpos
+// (nbody, 3), xmat (nbody, 3, 3) the bodies' poses at q; floats (nc, 28), ints (nc, 3) the contacts there, packed,
+// geom (nc, 2) their geoms; every array C-contiguous float64 or int64): bool (k,), each dof proven (cpp/constraint_derivative.h's
+// proven_still); TypeError for an array of another type, shape, layout or byte order (Fields.error's, as the other
+// kernels' fields), ValueError for an index out of range. With a fourth argument check, q0 (nq,) float64 the state:
+// (proven, status, near) of still_check on the dofs the proof leaves
 nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     const int64_t nv = m.nv, nbody = m.nbody;
@@ -1477,11 +1489,14 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
         throw nb::type_error("proven_still check: expected q0, a C-contiguous float64 array of shape (nq,)");
     if (!m.has_constraints || T.npair != m.ncand + m.nmissing || T.nv != nv)
         throw nb::value_error("proven_still check: the tables are not this model's (its pairs, ncand + nmissing)");
+    const double *q0 = static_cast<const double *>(PyArray_DATA(base));
+    for (int64_t i = 0; i < m.nq; i++)
+        if (!std::isfinite(q0[i])) throw nb::value_error("proven_still check: q0 is not finite");
     std::vector<int64_t> left;                                          // the dofs the proof leaves
     for (int64_t s = 0; s < k; s++)
         if (!static_cast<uint8_t *>(out)[s]) left.push_back(still[s]);
     std::vector<int64_t> near;
-    int status = still_check(nm, T, S, static_cast<const double *>(PyArray_DATA(base)), left, near);
+    int status = still_check(nm, T, S, q0, left, near);
     return nb::make_tuple(r, status, vector_array(near, 0));
 }
 

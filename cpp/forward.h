@@ -42,19 +42,16 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
 // trajectory at a time
 constexpr int ONE_BY_ONE = NSTATUS;
 
-// f = passive + actuator + applied - bias and M (on the tree's pattern: tree_nnz) at (q, qd) and the activations x.act
-// (forward.DynamicsEvaluator.evaluate); the actuators' scalar forces into force (nu), their activations' rates into
-// x.act_dot, the potential energy into pot when x.energy (else 0, as MuJoCo without mjENBL_ENERGY); ZERO_QUATERNION when
-// a quaternion is zero
-template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
-                                const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
-    int st = velocity_stages(m, d, q, qd);
-    if (st != OK) return st;
-    rne(m, d, qd, (const T *)nullptr, tmp);
+// evaluate's f = passive + actuator + applied - c at (q, qd) from a Data with the velocity stages, c in tmp (read
+// first, then tmp is scratch (nv)): the joints' springs and dampers, gravity compensation and fluid forces (body_forces),
+// the tendons' springs and dampers (their potential energy into tendon_pot), the actuators' joint forces at x's inputs
+// (their scalar forces into force, nu), the applied forces; the constraint kernels' front too (inverse.h's front_force)
+template <class T> int smooth_force(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
+                                    const T *qd, T *f, T *tmp, T *force, T &tendon_pot) {
     damper_spring_force(m, q, qd, f);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
     body_forces(m, d, f, tmp);                                         // gravcomp, fluid (passive.h); tmp read already
-    T tendon_pot = splat<T>(0.0);
+    tendon_pot = splat<T>(0.0);
     if (m.ntendon) {                                                   // the tendons' springs and dampers (tendon.h, passive.h)
         if constexpr (!std::is_same_v<T, double>)
             if (m.tendon_spatial) return ONE_BY_ONE;                   // a spatial tendon's path: one state at a time
@@ -71,6 +68,21 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
     if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
+    return OK;
+}
+
+// f = passive + actuator + applied - bias and M (on the tree's pattern: tree_nnz) at (q, qd) and the activations x.act
+// (forward.DynamicsEvaluator.evaluate); the actuators' scalar forces into force (nu), their activations' rates into
+// x.act_dot, the potential energy into pot when x.energy (else 0, as MuJoCo without mjENBL_ENERGY); ZERO_QUATERNION when
+// a quaternion is zero
+template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
+                                const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
+    int st = velocity_stages(m, d, q, qd);
+    if (st != OK) return st;
+    rne(m, d, qd, (const T *)nullptr, tmp);
+    T tendon_pot;
+    st = smooth_force(m, act, d, x, q, qd, f, tmp, force, tendon_pot);
+    if (st != OK) return st;
     crb_tree(m, d, M);                                                 // M on the tree's pattern (MuJoCo's qM)
     if (m.ntendon) armature_tree(m, d.ten_J.data(), M);                // tendon armature (mj_tendonArmature)
     pot = x.energy ? energy_pos(m, d, q) + tendon_pot : splat<T>(0.0);

@@ -92,41 +92,30 @@ inline void load_smooth(const Model &m, ConstraintWork &w, const double *in) {
     get(at.c, at.size - at.c, w.c.data());
 }
 
-// the smooth force of state s of a forward call with call.front (forward.DynamicsEvaluator.evaluate's compiled branch, in
-// its order: f = passive - c, + the actuators' joint forces at the clamped controls, + the applied forces) into the
-// call's f_out, tau = f + c into w.tau, M (nv x nv) into its M_out; w holds the velocity stages, M and c (smooth: M on
-// the tree's pattern alone). The caller's models have no activations, no arms of the configuration, no tendon or body
-// forces (derivatives.numpy_only's), as bindings.cpp checks
-inline void front_force(const Model &m, ConstraintWork &w, const ConstraintCall &call, int64_t s, const double *q,
-                        const double *qd, bool smooth) {
+// the smooth force of state s of a forward call with call.front (forward.DynamicsEvaluator.evaluate's: forward.h's
+// smooth_force at the clamped controls and the applied forces) into the call's f_out, tau = f + c into w.tau, M (nv x
+// nv) into its M_out; w holds the velocity stages (computed here: no lanes' smooth stages with a front), M and c. The
+// front's actuators have no activations and no arms of the configuration (bindings.cpp's read_front refuses them)
+inline int front_force(const Model &m, ConstraintWork &w, const ConstraintCall &call, int64_t s, const double *q,
+                       const double *qd) {
     const Actuators &act = *call.front;
-    const size_t nv = size_t(m.nv);
-    double *f = call.f_out + size_t(s) * nv;
-    damper_spring_force(m, q, qd, f);
-    for (size_t j = 0; j < nv; j++) f[j] = f[j] - w.c[j];
-    if (act.nu) {
-        StepInputs<double> &x = w.front;
-        if (x.u.size() != size_t(act.nu))
-            x.u.resize(size_t(act.nu)), x.slope.resize(size_t(act.nu)), x.raw.resize(size_t(act.nu)),
-                w.front_force.resize(size_t(act.nu));
-        if (w.front_joint.size() < nv) w.front_joint.resize(nv);
-        const double *u = call.ctrl.data + s * call.ctrl.stride;
-        for (int a = 0; a < act.nu; a++)                               // actuation.clamped_ctrl
-            x.u[size_t(a)] = act.ctrllimited[a] ? std::min(std::max(u[a], act.ctrlrange[2 * a]), act.ctrlrange[2 * a + 1]) : u[a];
-        actuator_force(m, act, x, q, qd, w.front_force.data(), f, w.front_joint.data());
-    }
-    if (call.applied.data) {
-        const double *p = call.applied.data + s * call.applied.stride;
-        for (size_t j = 0; j < nv; j++) f[j] = f[j] + p[j];
-    }
-    if (w.tau.size() < nv) w.tau.resize(nv);
+    const size_t nv = size_t(m.nv), nu = size_t(act.nu);
+    StepInputs<double> &x = w.front;
+    if (x.u.size() != nu) x.u.resize(nu), x.slope.resize(nu), x.raw.resize(nu), w.front_force.resize(nu);
+    if (x.qfrc.size() != nv) x.qfrc.resize(nv), w.front_joint.resize(nv), w.tau.resize(nv);
+    const double *u = call.ctrl.data + s * call.ctrl.stride;
+    for (size_t a = 0; a < nu; a++)                                    // actuation.clamped_ctrl
+        x.u[a] = act.ctrllimited[a] ? std::min(std::max(u[a], act.ctrlrange[2 * a]), act.ctrlrange[2 * a + 1]) : u[a];
+    x.has_qfrc = call.applied.data != nullptr, x.has_xfrc = false;
+    if (x.has_qfrc) std::copy(call.applied.data + s * call.applied.stride, call.applied.data + s * call.applied.stride + nv,
+                              x.qfrc.begin());
+    double *f = call.f_out + size_t(s) * nv, tendon_pot;
+    std::copy(w.c.begin(), w.c.begin() + long(nv), w.front_joint.begin());   // c, then smooth_force's scratch
+    int st = smooth_force(m, act, w.d, x, q, qd, f, w.front_joint.data(), w.front_force.data(), tendon_pot);
+    if (st != OK) return st;
     for (size_t j = 0; j < nv; j++) w.tau[j] = f[j] + w.c[j];
-    double *M = call.M_out + size_t(s) * nv * nv;
-    if (smooth) {
-        tree_unpack(m, w.Mt.data(), M);
-    } else {
-        std::copy(w.M.begin(), w.M.begin() + long(nv * nv), M);
-    }
+    std::copy(w.M.begin(), w.M.begin() + long(nv * nv), call.M_out + size_t(s) * nv * nv);
+    return OK;
 }
 
 // state s of the call (CONSTRAINT_ROWS, CONSTRAINT_FORWARD or CONSTRAINT_INVERSE of cpp/kernels.h): its rows into w.r,
@@ -163,7 +152,8 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
         return OK;
     }
     if (call.front) {                                                  // tau made here: f = tau - c as the callers'
-        front_force(m, w, call, s, q, qd, smooth != nullptr);
+        int st = front_force(m, w, call, s, q, qd);
+        if (st != OK) return st;
         x = w.tau.data();
     }
     for (int j = 0; j < nv; j++) w.qfrc_smooth[size_t(j)] = x[j] - w.c[size_t(j)];
@@ -323,7 +313,7 @@ inline void constraint_states(const Model &m, ConstraintStates &ws, const Constr
             append(r, op ? c.force.data() : nullptr, with_rows && op ? c.state.data() : nullptr, nullptr, with_rows, out);
             continue;
         }
-        if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2 && !has_armature(m)) {
+        if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2 && !has_armature(m) && !call.front) {
             if (w.lanes != call.lanes || !w.lanes_work) {              // the active lanes' workspace, made first
                 Workspace *made = call.lanes->create(m);
                 if (w.lanes_work) w.lanes->destroy(w.lanes_work);

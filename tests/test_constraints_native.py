@@ -180,6 +180,37 @@ def test_forward_with_its_front_makes_the_smooth_force_as_the_evaluator(applied)
     assert np.array_equal(out[7][0], ref[7][0])
 
 
+#: a hinged arm with gravity compensation, a fixed tendon's spring, damper and armature, a motor on it and a servo on a
+#: slide: the front's smooth force beyond the joints' (body forces, tendon forces, tendon armature in M)
+FRONT_EXTRAS = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+  <body pos="0 0 1" gravcomp=".5"><joint name="a" type="hinge" axis="0 1 0" damping=".1"/>
+    <geom type="capsule" fromto="0 0 0 .4 0 0" size=".05"/>
+    <body pos=".4 0 0"><joint name="b" type="slide" axis="1 0 0" range="-.1 .1" limited="true" stiffness="3"/>
+      <geom size=".06" mass="1"/></body></body></worldbody>
+  <tendon><fixed name="t" stiffness="20" damping=".5" armature=".2" springlength=".05"><joint joint="a" coef="1"/>
+    <joint joint="b" coef="-.5"/></fixed></tendon>
+  <actuator><motor tendon="t" ctrlrange="-1 1" ctrllimited="true"/><position joint="b" kp="30" forcerange="-2 2"/>
+  </actuator></mujoco>"""
+
+
+@pytest.mark.compiled
+def test_forward_front_makes_body_and_tendon_forces_as_mujoco():
+    """The front's smooth force (cpp/forward.h's smooth_force, evaluate's) on FRONT_EXTRAS at random states: f is MuJoCo's
+    qfrc_smooth and M mj_fullM (tendon armature in) within 1e-12 of their scale; the motor's control clamped."""
+    m = mujoco.MjModel.from_xml_string(FRONT_EXTRAS)
+    model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(4)
+    for _ in range(5):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = rng.uniform(-0.1, 0.1, m.nq), rng.normal(size=m.nv), rng.uniform(-2, 2, m.nu)
+        mujoco.mj_forward(m, d)
+        front = (native.compiled_actuators(model, model.actuators), d.ctrl[None].copy(), None)
+        *_, f, M = solver.compiled_forward(model, d.qpos, d.qvel, None, constraint.contact_arrays(
+            collision.from_mujoco(m, d)), None, None, 1e-15, 100, front=front)
+        full = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, full)
+        assert_close(f, d.qfrc_smooth, 1e-12, np.abs(d.qfrc_bias).max() + np.abs(d.qfrc_passive).max(), what="f")
+        assert_close(M, full, 1e-12, np.abs(full).max(), what="M")
+
+
 @pytest.mark.compiled
 def test_forward_front_refuses_what_it_does_not_model():
     """The front takes actuators without activations (and a tau of None only with a front): ValueError otherwise."""

@@ -1438,6 +1438,17 @@ def test_proven_still_dofs_show_no_switch_at_their_points_in_random_piles(monkey
 
 
 @pytest.mark.compiled
+def test_a_zero_quaternion_is_named_through_the_compiled_constrained_step(compiled_backend):
+    """A free body's zero quaternion at a constrained step_derivatives call on the compiled backend (its front, the
+    smooth forces and solve in one call, fails there): InvalidStateError naming the quaternion, as the NumPy text."""
+    m, d, (model, q, qd, ctrl) = g1_standing()
+    q = q.copy()
+    q[3:7] = 0.0
+    with pytest.raises(InvalidStateError, match="zero quaternion"):
+        derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
+
+
+@pytest.mark.compiled
 def test_the_compiled_still_check_gives_the_texts_outcome(monkeypatch):
     """_checked_still (the proof, then the detection at the points of the dofs it leaves, held to q's contacts in the
     same call: cpp/bindings.cpp's still_check) against the NumPy text's _proven_still, _points and _held_forces
@@ -1445,12 +1456,20 @@ def test_the_compiled_still_check_gives_the_texts_outcome(monkeypatch):
     proving_scene's states at and away from a switch, the G1 standing and two arms touching: the same A and B bit for
     bit, or the same refusal; the check clears some calls whole (status 0: every left dof detected and held) and hands
     others to the text (a contact appearing or leaving along a dof)."""
-    calls, check = [], derivatives._Constraints._checked_still
+    calls, check, prove = [], derivatives._Constraints._checked_still, native.PROVEN_STILL
+    statuses = []
 
     def spy(self, still, poses, q):
         out = check(self, still, poses, q)
         calls.append((len(still), len(out)))
         return out
+
+    def kernel(model, still, tables, state, q0=None):               # the proof's and the check's outcomes
+        out = prove(model, still, tables, state, q0)
+        if q0 is not None:
+            statuses.append((int((~out[0]).sum()), int(out[1])))
+        return out
+    monkeypatch.setattr(native, "PROVEN_STILL", kernel)
     states = proven_piles(13, 24) + [proving_scene(**{"sphere": 1e-3, "capsule": -1e-3, "arm": 1e-3, where: gap})
                                      for where, gap in [("sphere", 1.5e-6), ("capsule", -1.5e-6), ("arm", 5e-7),
                                                         ("sphere", 2e-3)]]
@@ -1471,7 +1490,8 @@ def test_the_compiled_still_check_gives_the_texts_outcome(monkeypatch):
         taken += assert_same_outcome(*outcomes)
     cleared = [n for n, left in calls if n and not left]
     handed = [n for n, left in calls if left]
-    assert taken > 0 and cleared and handed
+    detected_and_held = [left for left, status in statuses if left and status == 0]
+    assert taken > 0 and cleared and handed and detected_and_held
 
 
 def test_compiled_proof_proves_the_numpy_texts_dofs(monkeypatch):

@@ -920,8 +920,8 @@ class _Constraints:
         the NumPy text to find what differs and name it (or take the frames' general path). Warns of a left-out pair
         that may touch at a point (collision.warn_near), as _moved_contacts."""
         model, contacts = self.model, self.contacts[0]
-        if (contacts.geom < 0).any():                                      # a contact of no geom pair: not followed
-            return still
+        if (contacts.geom < 0).any():                                      # a contact of no geom pair: the text's
+            return still[~self._proven_still(still, poses)]
         constraint.prepare_compiled(model)
         proven, status, near = native.PROVEN_STILL(model, still, _still_kernel_tables(model), self._still_state(poses),
                                                    np.ascontiguousarray(q, dtype=np.float64))

@@ -575,9 +575,10 @@ class Kernel:
         return [name for name, kind in self.arguments if kind in "qvQV"]
 
     def _states(self, model: Model, args: tuple) -> dict:
-        """The state arguments by name, with their sizes: validation.states' input."""
+        """The state arguments by name, with their sizes: validation.states' input (a state given as None, which a
+        kernel's options make in the call, as constraint_forward's tau with its front, left out)."""
         sizes = {"q": model.nq, "v": model.nv, "Q": model.nq, "V": model.nv}
-        return {name: (x, sizes[kind]) for (name, kind), x in zip(self.arguments, args) if kind in sizes}
+        return {name: (x, sizes[kind]) for (name, kind), x in zip(self.arguments, args) if kind in sizes and x is not None}
 
     def _columns(self, model: Model, args: tuple) -> list:
         return states(**self._states(model, args))[0]
@@ -588,7 +589,7 @@ class Kernel:
         cols, batch = states(**self._states(model, args))
         cols, out = iter(cols), []
         for (name, kind), x in zip(self.arguments, args):
-            if kind in "qvQV":
+            if kind in "qvQV" and x is not None:
                 col = next(cols)
                 out.append(col[:, 0] if batch is None else col.T)
             elif kind == "o" and self.options is not None:

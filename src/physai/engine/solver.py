@@ -1022,10 +1022,10 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
     of its discrete step, ctrl (nu,) (required when nu) and act (na,) or None every state's; without rows; a seventh
     result, capped (N,): each state's relative residual |r| / |b| where its smooth solve in the coupled metric stopped
     at `iterations` (metric_pcg's, which warns there), -1 where it did not. front: None, or (actuators, ctrl, qfrc_applied)
-    with tau None: tau made in the call as DynamicsEvaluator.evaluate's compiled branch makes it (f = passive - c +
-    actuator + applied, tau = f + c; actuators native.compiled_actuators', without activations or arms of the
-    configuration, on a model without tendon or body forces: the caller's), ctrl (N, nu) and qfrc_applied (N, nv) or
-    None; then each state's f (qfrc_smooth) and M (nv, nv) come last: (..., f, M)."""
+    with tau None: tau made in the call as DynamicsEvaluator.evaluate makes it (cpp/forward.h's smooth_force: f =
+    passive - c + actuator + applied, tau = f + c; actuators native.compiled_actuators', without activations or arms
+    of the configuration: ValueError), ctrl (N, nu) and qfrc_applied (N, nv) or None; then each state's f
+    (qfrc_smooth) and M (nv, nv) come last: (..., f, M)."""
     prepare_compiled(model)
     if not native.compiled_solver(model):
         raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
