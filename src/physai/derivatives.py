@@ -2814,8 +2814,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             Jacobians' analytic within them: _anchor_rows), the rest analytic. On
             the compiled backend the rows, the contacts, the solve and the contacts' analytic rows (plane_,
             segment_contact_rows) are the compiled engine's, and with euler, implicit or implicitfast on what the
-            compiled step models (numpy_only) everything after the rows' derivatives is one compiled call per state
-            (_compiled_constrained); the refusals, the rows' differences and rk4's stages run on the NumPy text, the
+            compiled step models (numpy_only) the smooth forces and the solve are one compiled call (solve's front), the
+            still dofs' proof and detection another (_checked_still), and everything after the rows' derivatives one
+            more, per state (_compiled_constrained); the refusals, the rows' differences and rk4's stages run on the NumPy text, the
             discrete step's rows and solve NumPy's, as its engine's.
         margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
             RK4's stages): where they are small the linearisation holds only that close.
