@@ -20,6 +20,11 @@
 namespace physai {
 namespace {
 
+// actuator a's control u as its force reads it: clamped to ctrlrange where ctrllimited (actuation.clamped_ctrl)
+inline double clamped_ctrl(const Actuators &act, int a, double u) {
+    return act.ctrllimited[a] ? vclamp(u, act.ctrlrange[2 * a], act.ctrlrange[2 * a + 1]) : u;
+}
+
 // the moment arms (nu, nv) the actuators act through at the state x was last evaluated at: the transmission's
 // (x.trn.moment) when some depend on the configuration (Actuators::posed; actuation.posed), else the constant ones
 template <class T> const double *arms(const Actuators &act, const StepInputs<T> &x) {

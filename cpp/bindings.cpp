@@ -926,6 +926,15 @@ ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &ke
     return t;
 }
 
+// one input of N states, x (N, size) float64 in C order (its array kept in a), into in; None leaves in empty;
+// ValueError `what` for another type or shape
+void per_state(nb::handle x, int64_t N, int64_t size, DArr &a, Input &in, const char *what) {
+    if (x.is_none()) return;
+    if (!nb::try_cast(x, a, false) || a.ndim() != 2 || int64_t(a.shape(0)) != N || int64_t(a.shape(1)) != size)
+        throw nb::value_error(what);
+    in = {a.data(), size};
+}
+
 // STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,
 // (nq,), (nv,)) with a dict of named options (physai.engine.native.step_derivative_fields: StepOptions' h, integrator
 // (INTEGRATORS), implicit_damping; actuators (an Actuators or None), ctrl (N, nu) or None, qfrc_applied (N, nv) or None;
@@ -945,14 +954,8 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     if (call.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");
     const Actuators *act = &actuators_option(m, o.object("actuators"), "step_derivatives");
     DArr ctrl, qfrc;                                                   // (N, size) in C order, or None
-    auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {
-        if (x.is_none()) return;
-        if (!nb::try_cast(x, a, false) || a.ndim() != 2 || int64_t(a.shape(0)) != N || int64_t(a.shape(1)) != size)
-            throw nb::value_error(what);
-        in = {a.data(), size};
-    };
-    per_state(o.object("ctrl"), act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
-    per_state(o.object("qfrc_applied"), m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
+    per_state(o.object("ctrl"), N, act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
+    per_state(o.object("qfrc_applied"), N, m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
     ConstrainedTerms terms;
     Arrays kept;
     if (o.has("constraints") && !o.object("constraints").is_none()) {   // one state of euler, implicit or implicitfast
@@ -1092,14 +1095,8 @@ void read_front(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c, DA
     if (act.na || act.posed || c.discrete)
         throw nb::value_error("constraint_forward: the front takes actuators without activations or arms of the "
                               "configuration, and no discrete step");
-    auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {
-        if (x.is_none()) return;
-        if (!nb::try_cast(x, a, false) || a.ndim() != 2 || int64_t(a.shape(0)) != N || int64_t(a.shape(1)) != size)
-            throw nb::value_error(what);
-        in = {a.data(), size};
-    };
-    per_state(t[1], act.nu, ctrl, c.ctrl, "constraint_forward: the front's ctrl (N, nu), float64 in C order");
-    per_state(t[2], m.nv, applied, c.applied, "constraint_forward: the front's qfrc_applied (N, nv), float64 in C order");
+    per_state(t[1], N, act.nu, ctrl, c.ctrl, "constraint_forward: the front's ctrl (N, nu), float64 in C order");
+    per_state(t[2], N, m.nv, applied, c.applied, "constraint_forward: the front's qfrc_applied (N, nv), float64 in C order");
     if (act.nu && !c.ctrl.data) throw nb::value_error("constraint_forward: the front's actuators need ctrl");
     c.front = &act;
 }
@@ -1413,7 +1410,7 @@ int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, co
             if (!(T.geom_dofs[S.geom[2 * c] * nv + k] | T.geom_dofs[S.geom[2 * c + 1] * nv + k])) continue;
             if (j >= found) return 1;
             for (int e = 0; e < CONTACT_INTS; e++)
-                if (out.i[(at + size_t(j)) * CONTACT_INTS + size_t(e)] != S.ints[3 * c + e]) return 1;
+                if (out.i[(at + size_t(j)) * CONTACT_INTS + size_t(e)] != S.ints[CONTACT_INTS * c + e]) return 1;
             if (from_y(&out.f[(at + size_t(j)) * CONTACT_FLOATS]) != one) return 1;
             j++;
         }

@@ -104,8 +104,7 @@ inline int front_force(const Model &m, ConstraintWork &w, const ConstraintCall &
     if (x.u.size() != nu) x.u.resize(nu), x.slope.resize(nu), x.raw.resize(nu), w.front_force.resize(nu);
     if (x.qfrc.size() != nv) x.qfrc.resize(nv), w.front_joint.resize(nv), w.tau.resize(nv);
     const double *u = call.ctrl.data + s * call.ctrl.stride;
-    for (size_t a = 0; a < nu; a++)                                    // actuation.clamped_ctrl
-        x.u[a] = act.ctrllimited[a] ? std::min(std::max(u[a], act.ctrlrange[2 * a]), act.ctrlrange[2 * a + 1]) : u[a];
+    for (int a = 0; a < act.nu; a++) x.u[size_t(a)] = clamped_ctrl(act, a, u[a]);
     x.has_qfrc = call.applied.data != nullptr, x.has_xfrc = false;
     if (x.has_qfrc) std::copy(call.applied.data + s * call.applied.stride, call.applied.data + s * call.applied.stride + nv,
                               x.qfrc.begin());

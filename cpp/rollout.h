@@ -32,7 +32,7 @@ template <class T> void step_inputs(const Model &m, const Actuators &act, const 
         if (r.ctrl.data)
             for (int a = 0; a < act.nu; a++) {
                 double u = at(r.ctrl, l)[a * r.ctrl.entry];
-                put(x.u, size_t(a), act.ctrllimited[a] ? vclamp(u, act.ctrlrange[2 * a], act.ctrlrange[2 * a + 1]) : u);
+                put(x.u, size_t(a), clamped_ctrl(act, a, u));
             }
         if (x.has_qfrc)
             for (int j = 0; j < m.nv; j++) put(x.qfrc, size_t(j), at(r.qfrc, l)[j * r.qfrc.entry]);

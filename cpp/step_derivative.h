@@ -713,7 +713,7 @@ inline int step_derivative(const Model &m, const Actuators &act, StepDerivData &
     SimData<double> &s = w.s;
     for (int a = 0; a < nu; a++) {                                     // the controls as given, and clamped (forces._ctrl)
         w.raw[size_t(a)] = c.ctrl[a];
-        s.x.u[size_t(a)] = act.ctrllimited[a] ? vclamp(c.ctrl[a], act.ctrlrange[2 * a], act.ctrlrange[2 * a + 1]) : c.ctrl[a];
+        s.x.u[size_t(a)] = clamped_ctrl(act, a, c.ctrl[a]);
     }
     s.x.has_qfrc = c.qfrc != nullptr, s.x.has_xfrc = false;
     if (c.qfrc) std::copy(c.qfrc, c.qfrc + nv, s.x.qfrc.begin());

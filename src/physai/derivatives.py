@@ -72,7 +72,7 @@ from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
-from physai.engine.contact import FRICTION_COLUMNS, ContactSet
+from physai.engine.contact import ContactSet
 from physai.engine.data import StepOptions
 from physai.engine.model import CONNECT, JOINT, WELD, WRAP_JOINT, Model, per_model
 from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, InvalidModelError, InvalidStateError,
@@ -780,7 +780,7 @@ class _Constraints:
         n) as the kernels give them (no ContactSet or Rows made) when both run compiled, else rows()."""
         model, held = self.model, self.r
         contacts = collision.has_contacts(model)
-        if self.discrete is not None or not (native.on and native.runs(model)) or (contacts and model.unsupported):
+        if not self._rows_compiled():
             return self._stacked_rows(Q, QD, checked)
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
@@ -906,11 +906,18 @@ class _Constraints:
         return {"xpos": np.ascontiguousarray(xpos), "xmat": np.ascontiguousarray(xmat), "floats": floats, "ints": ints,
                 "geom": np.ascontiguousarray(contacts.geom, dtype=np.int64)}
 
-    def _checks_compiled(self) -> bool:
-        """Whether _checked_still runs: the compiled pieces, and the rows _row_arrays makes by the compiled detection."""
+    def _rows_compiled(self) -> bool:
+        """Whether _row_arrays detects and builds the points' rows by the compiled kernels (no Rows or ContactSet made):
+        the compiled backend running the model, not the discrete step's rows, no left-out pair where it collides."""
         model = self.model
-        return bool(COMPILED_PIECES and native.on and self.discrete is None and native.runs(model)
-                    and not model.unsupported and self.contacts is not None and self.contacts[0].geom is not None)
+        return (self.discrete is None and native.on and native.runs(model)
+                and not (collision.has_contacts(model) and model.unsupported))
+
+    def _checks_compiled(self) -> bool:
+        """Whether _checked_still runs: the compiled pieces, the points' detection compiled (_rows_compiled), contacts
+        of geom pairs at q."""
+        return bool(COMPILED_PIECES and self._rows_compiled() and self.contacts is not None
+                    and self.contacts[0].geom is not None)
 
     def _checked_still(self, still: np.ndarray, poses: tuple, q: np.ndarray) -> np.ndarray:
         """The dofs of still (those moving no row, when none is differenced) that terms must still detect at their
@@ -1417,11 +1424,9 @@ class _Constraints:
             if k2 == geoms.CAPSULE and d > 1:
                 axis[i] = _geom_axis(model, xmat[b2], g2)
             rows.extend(range(listed.row[c], listed.row[c] + (1 if d == 1 else 2 * (d - 1))))   # its rows, first on
-        floats = self.contacts[0].packed()[0][cs]          # pos, frame, dist, ..., friction (PACKED_FLOATS)
-        bodies = np.array(bodies, np.intp)
-        return np.array(rows, np.intp), bodies, (xpos[bodies], floats[:, 3:12].reshape(-1, 3, 3), floats[:, :3],
-                                                 floats[:, 12], floats[:, FRICTION_COLUMNS], np.array(radius),
-                                                 np.array(dim, np.int64), axis)
+        contacts, bodies = self.contacts[0], np.array(bodies, np.intp)
+        return np.array(rows, np.intp), bodies, (xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs],
+                                                 contacts.friction[cs], np.array(radius), np.array(dim, np.int64), axis)
 
     def _analytic_rows(self, q: np.ndarray, poses: tuple | None) -> tuple:
         """(rows (m,), dJ (k, nv, nv), dpos (k, nv), planes): the optimum's rows whose q-derivative is analytic, d J[row,
