@@ -1455,7 +1455,7 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     T.sphere = D(t, "sphere", {P}), T.flat = I(t, "flat", {F}), T.plane = I(t, "plane", {F});
     T.other = I(t, "other", {F}), T.lift = D(t, "lift", {F}), T.geom_dofs = I(t, "geom_dofs", {G, nv});
     T.geom_type = I(t, "geom_type", {G}), T.geom_size = D(t, "geom_size", {G, 3});
-    T.row_step = t.number("row_step"), T.ccd_tolerance = t.number("ccd_tolerance");
+    T.row_step = t.number("row_step"), T.ccd_tolerance = t.number("ccd_tolerance"), T.shapes = &m;
     t.done();
     for (int64_t p = 0; p < 2 * P; p++)
         if (T.pair[p] < 0 || T.pair[p] >= G) t.invalid("pair", "a geom outside 0 .. ngeom - 1");

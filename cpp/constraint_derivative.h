@@ -532,6 +532,7 @@ struct StillTables {
     const int64_t *geom_type = nullptr;   // (ngeom,)
     const double *geom_size = nullptr;    // (ngeom, 3)
     double row_step = 0.0, ccd_tolerance = 0.0;
+    const Model *shapes = nullptr;        // the geoms' meshes and ccd_iterations (separation's GJK)
 };
 
 // the poses at q and the contacts there (ContactSet.packed's floats (nc, 28) and ints (nc, 3), geom (nc, 2))
@@ -570,8 +571,28 @@ inline double still_segment_distance(const double *a0, const double *d1, const d
     return std::sqrt(std::max(dot3(w, w) - fall, 0.0));
 }
 
-// _Constraints._separation of the pair (g1, g2): a lower bound [m] on their distance (-inf: none)
-inline double separation(const StillTables &T, const StillFrames &F, int64_t g1, int64_t g2) {
+// a geom GJK can take as a convex shape: not a plane, a heightfield or a mesh without its mesh (_separation's convex_shape)
+inline bool convex_geom(const StillTables &T, int64_t g) {
+    int64_t kind = T.geom_type[g];
+    return kind != GEOM_PLANE && kind != GEOM_HFIELD && (kind != GEOM_MESH || T.shapes->geom_dataid[g] >= 0);
+}
+
+// gjk.distance_lower_bound of the geoms g1, g2 at their frames F, ended once it passes enough [m]
+inline double gjk_separation(const StillTables &T, const StillFrames &F, int64_t g1, int64_t g2, double enough) {
+    const Model &m = *T.shapes;
+    ConvexMesh mesh[2];
+    CcdObject shape[2];
+    for (int k = 0; k < 2; k++) {
+        int64_t g = k ? g2 : g1;
+        if (T.geom_type[g] == GEOM_MESH) mesh[k] = convex_mesh(m, m.geom_dataid[g]);
+        shape[k] = make_object(T.geom_type[g], &F.centre[3 * g], &F.R[9 * g], T.geom_size + 3 * g, &mesh[k], 0.0);
+    }
+    return distance_lower_bound(shape[0], shape[1], enough, T.ccd_tolerance, m.opt_ccd_iterations);
+}
+
+// _Constraints._separation of the pair (g1, g2): a lower bound [m] on their distance (-inf: none), GJK's where the
+// boxes' is below enough [m]
+inline double separation(const StillTables &T, const StillFrames &F, int64_t g1, int64_t g2, double enough) {
     const int64_t *kind = T.geom_type;
     const double *size = T.geom_size, *box = T.box;
     bool plane1 = kind[g1] == GEOM_PLANE, plane2 = kind[g2] == GEOM_PLANE;
@@ -595,6 +616,8 @@ inline double separation(const StillTables &T, const StillFrames &F, int64_t g1,
             }
             best = std::max(best, gap);
         }
+        if (best < enough && T.shapes && convex_geom(T, g1) && convex_geom(T, g2))   // GJK's bound
+            best = std::max(best, gjk_separation(T, F, g1, g2, enough));
         return best;
     }
     if (both && !plane1 && !plane2) {                                   // two segments' distance less the radii
@@ -704,8 +727,8 @@ inline std::vector<double> still_rooms(const StillTables &T, const StillFrames &
     for (int64_t p = 0; p < T.npair; p++) {
         if (std::isnan(room[p])) room[p] = -STILL_INF;
         if (needed[p] && !held[p] && room[p] <= travel[p] && T.bound[p] < STILL_INF) {   // the narrow phase's margin
-            double far = separation(T, F, T.pair[2 * p], T.pair[2 * p + 1]) - T.bound[p] - 10 * T.ccd_tolerance;
-            room[p] = std::max(room[p], far);
+            double slack = T.bound[p] + 10 * T.ccd_tolerance;
+            room[p] = std::max(room[p], separation(T, F, T.pair[2 * p], T.pair[2 * p + 1], travel[p] + slack) - slack);
         }
         if (held[p]) room[p] = -STILL_INF;
     }

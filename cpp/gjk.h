@@ -103,6 +103,7 @@ struct Status {
     Simplex simplex;                                                    // kept in place: no allocation per call
     Simplex face;                                                       // EPA's last face (multi-contact reads it)
     bool shallow = false;                                               // ended on a sphere's centre or capsule's segment
+    double lower = -MAX_LIMIT;                                          // GJK's best lower bound on the distance (bounds[0])
 };
 
 // s_{A-B}(direction), each shape grown by half its margin
@@ -326,6 +327,7 @@ inline void gjk(Status &status, CcdObject &o1, CcdObject &o2) {
     while (k < status.max_iterations) {
         Vertex s = gjk_support(o1, o2, x, x_norm);
         double lower = dot3(x, s.vert);                                 // |x| times a lower bound on the distance
+        status.lower = std::max(status.lower, lower / x_norm);
         if (lower > 0) {
             status.separated = true;
             if (!get_dist || (status.dist_cutoff < MAX_LIMIT && lower >= status.dist_cutoff * x_norm)) {
@@ -360,6 +362,16 @@ inline void gjk(Status &status, CcdObject &o1, CcdObject &o2) {
         k++;
     }
     finish(status, o1, o2, simplex, lam, x, x_norm, k);
+}
+
+// a lower bound [m] on the distance of two shapes as they are (gjk.distance_lower_bound): GJK's best <x, s> / |x|,
+// ended once it passes cutoff > 0 [m]
+inline double distance_lower_bound(CcdObject &o1, CcdObject &o2, double cutoff, double tolerance, int64_t iterations) {
+    Status status;
+    status.tolerance = tolerance, status.max_iterations = iterations, status.dist_cutoff = cutoff;
+    status.x1 = o1.pos, status.x2 = o2.pos;
+    gjk(status, o1, o2);
+    return status.lower;
 }
 
 // ---------------------------------------------------------------- EPA

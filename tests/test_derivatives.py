@@ -1519,10 +1519,12 @@ def test_compiled_proof_proves_the_numpy_texts_dofs(monkeypatch):
 
 
 def test_separation_bounds_the_geoms_distance_from_below():
-    """_Constraints._separation (the boxes' gap, a plane's height, two segments' distance) and _segment_distance: never
-    above MuJoCo's distance of the two geoms (mj_geomDistance, its convex solver's for meshes and boxes), at random
-    poses of a box, a capsule, a sphere, a cylinder, an ellipsoid and a convex mesh over a plane; and within 1e-12 of it
-    for two spheres or capsules."""
+    """_Constraints._separation (the boxes' gap, a plane's height, two segments' distance, GJK's lower bound for the
+    convex pairs) and _segment_distance: never above MuJoCo's distance of the two geoms (mj_geomDistance, its convex
+    solver's for meshes and boxes), at random poses of a box, a capsule, a sphere, a cylinder, an ellipsoid and a convex
+    mesh over a plane; within 1e-12 of it for two spheres or capsules, and within 1e-6 (ccd_tolerance) for the other
+    pairs apart (GJK run to its end: enough inf), where the boxes' gap alone falls short by more somewhere; with enough
+    0, GJK's bound is not sought (the boxes' gap, below the distance)."""
     rng = np.random.default_rng(3)
     hull = " ".join(f"{x:.5f}" for x in rng.normal(size=(12, 3)).ravel() * 0.1)
     kinds = ['type="box" size=".1 .05 .2"', 'type="capsule" size=".05 .2"', 'size=".1"',
@@ -1534,6 +1536,8 @@ def test_separation_bounds_the_geoms_distance_from_below():
     constraints = derivatives._Constraints(model)
     pairs = np.array([(a, b) for a in range(m.ngeom) for b in range(a + 1, m.ngeom)])
     rounded = np.isin(m.geom_type[pairs], (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_CAPSULE)).all(axis=1)
+    convex = ~rounded & (m.geom_type[pairs] != mujoco.mjtGeom.mjGEOM_PLANE).all(axis=1)
+    gaps, short = [], []
     for _ in range(30):
         d.qpos[:] = m.qpos0
         for k in range(len(kinds)):
@@ -1541,10 +1545,14 @@ def test_separation_bounds_the_geoms_distance_from_below():
             quat = rng.normal(size=4)
             d.qpos[7 * k + 3:7 * k + 7] = quat / np.linalg.norm(quat)
         mujoco.mj_kinematics(m, d)
-        bound = constraints._separation(pairs, d.geom_xmat.reshape(-1, 3, 3).copy(), d.geom_xpos.copy())
+        frames = d.geom_xmat.reshape(-1, 3, 3).copy(), d.geom_xpos.copy()
+        bound = constraints._separation(pairs, *frames, np.full(len(pairs), np.inf))
+        boxes = constraints._separation(pairs, *frames, np.zeros(len(pairs)))
         exact = np.array([mujoco.mj_geomDistance(m, d, a, b, 10.0, None) for a, b in pairs])
-        assert (bound <= exact + 1e-9).all()
+        assert (bound <= exact + 1e-9).all() and (boxes <= bound).all()
         assert np.abs(bound - exact)[rounded & (exact > 0)].max(initial=0.0) < 1e-12
+        gaps.append((exact - bound)[convex & (exact > 0)]), short.append((exact - boxes)[convex & (exact > 0)])
+    assert np.concatenate(gaps).max() < 1e-6 and np.concatenate(short).max() > 1e-3
 
 
 def touching_spheres(count: int) -> tuple:

@@ -67,7 +67,7 @@ from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
 from physai.spatial import mat_to_quat, quat_mul, quat_to_mat, skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
-from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
+from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, gjk, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
@@ -956,22 +956,25 @@ class _Constraints:
         room[np.isnan(room)] = -np.inf
         short = np.flatnonzero(needed & ~held & (room <= travel) & (bound < np.inf))
         if short.size:
-            far = self._separation(pair[short], R, centre) - bound[short] - 10 * model.opt.ccd_tolerance
-            room[short] = np.maximum(room[short], far)
+            slack = bound[short] + 10 * model.opt.ccd_tolerance
+            room[short] = np.maximum(room[short], self._separation(pair[short], R, centre, travel[short] + slack) - slack)
         room[held] = -np.inf
         index = _pair_motions(model)[2]
         for key, rest in self._touching_rooms(touching, centre, R).items():
             room[index[key][0]] = rest
         return room
 
-    def _separation(self, pair: np.ndarray, R: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    def _separation(self, pair: np.ndarray, R: np.ndarray, centre: np.ndarray, enough: np.ndarray) -> np.ndarray:
         """(P,) a lower bound [m] on the distance of each pair's geoms at q (R (ngeom, 3, 3), centre (ngeom, 3): their
         frames there; -inf: none; _rooms): a plane's (geom 1 or 2) height above it of the other's lowest point (a
         sphere's or capsule's exact, else its box's, geom_aabb in its frame), else the gap between the geoms' boxes'
-        projections on the best of their six face normals and the line between their centres (each box holds its geom);
-        two spheres or capsules their segments' distance less their radii (_segment_distance's bound: it, within
-        rounding)."""
-        G, box = self.model.geoms, _still_tables(self.model).box
+        projections on the best of their six face normals and the line between their centres (each box holds its geom),
+        and where that is below enough (P,) [m] and both geoms are convex shapes (not a heightfield, nor a mesh geom
+        without its mesh), the better of it and GJK's (gjk.distance_lower_bound, run until it passes enough: a mesh's
+        hull, an ellipsoid, a cylinder); two spheres or capsules their segments' distance less their radii
+        (_segment_distance's bound: it, within rounding)."""
+        model = self.model
+        G, box = model.geoms, _still_tables(model).box
         kind, size, axis = G.geom_type, G.geom_size, R[:, :, 2]
         g1, g2 = pair[:, 0], pair[:, 1]
         out = np.full(len(pair), -np.inf)
@@ -988,6 +991,12 @@ class _Constraints:
             gap = np.abs(n @ line[:, :, None])[..., 0] - (np.abs(n @ R[a]) @ box[a, 3:, None])[..., 0] \
                 - (np.abs(n @ R[b]) @ box[b, 3:, None])[..., 0]
             out[solid] = gap.max(axis=1)
+        shapes = model.kept("collision_shapes")
+        convex_shape = (kind != geoms.HFIELD) & ((kind != geoms.MESH) | (G.geom_dataid >= 0))   # not a mesh without one
+        for p in np.flatnonzero(solid & (out < enough) & convex_shape[g1] & convex_shape[g2]).tolist():   # GJK's bound
+            one, two = (convex.Shape(int(kind[g]), centre[g], R[g], shapes[g], 0.0) for g in (g1[p], g2[p]))
+            found = gjk.distance_lower_bound(one, two, enough[p], model.opt.ccd_tolerance, model.opt.ccd_iterations)
+            out[p] = max(out[p], found)
         half = np.where(kind == geoms.CAPSULE, size[:, 1], 0.0)[:, None] * axis        # a segment's half axis
         if both.any():
             a, b = g1[both], g2[both]

@@ -12,6 +12,7 @@ s(d), its point farthest along a unit direction d (physai.engine.convex), and s_
     epa_witness(pt, face)          the points of A and B behind that face
     inflate(status, m1, m2)        a sphere or capsule collided as its centre point or segment: the radii added back
     ccd(obj1, obj2, tolerance, iterations)   MuJoCo's mjc_ccd: all of the above (one contact, max_contacts = 1)
+    distance_lower_bound(obj1, obj2, ...)    GJK alone, for a proven lower bound on the shapes' distance
 
 Termination: GJK stops within `iterations` steps (MuJoCo's ccd_iterations), when the gap closes below tolerance**2 / 2
 (Frank-Wolfe duality gap) or the distance stops changing by 1e-15; EPA within min(iterations, 1000) steps when its
@@ -744,6 +745,17 @@ def ccd(obj1, obj2, tolerance: float, iterations: int) -> Status:
             face = epa(status, pt, obj1, obj2)
             status.face = [pt.verts[i] for i in face.verts] if face is not None else []
     return status
+
+
+def distance_lower_bound(obj1, obj2, cutoff: float, tolerance: float, iterations: int) -> float:
+    """A lower bound [m] on the distance between two shapes as they are (no margin, a sphere or capsule whole): GJK's
+    best <x, s> / |x| (status.bounds[0]), ended once it passes cutoff > 0 [m], at its duality gap or after iterations
+    steps; -MAX_LIMIT or below 0 where it proves none (the shapes may touch). Exact as the support functions are: every
+    point p of A - B has <x, p> >= <x, s> (derivatives._Constraints._separation's bound for convex pairs)."""
+    status = Status(tolerance, iterations, dist_cutoff=cutoff)
+    status.x1, status.x2 = obj1.pos.copy(), obj2.pos.copy()
+    gjk(status, obj1, obj2)
+    return status.bounds[0]
 
 
 def div(a: float, b: float) -> float:
