@@ -935,6 +935,19 @@ void per_state(nb::handle x, int64_t N, int64_t size, DArr &a, Input &in, const 
     in = {a.data(), size};
 }
 
+// step_derivatives' options o (StepOptions' h, integrator, implicit_damping; actuators, ctrl (N, nu) and qfrc_applied
+// (N, nv) or None, float64 in C order, their arrays kept in ctrl and qfrc) into call: its actuators; ValueError for a
+// shape, an integrator code or actuators without ctrl (STEP_DERIVATIVES' and CONSTRAINED_STEP's)
+const Actuators &read_step_options(const Model &m, Fields &o, int64_t N, StepDerivativeCall &call, DArr &ctrl, DArr &qfrc) {
+    call.opt.h = o.number("h"), call.opt.integrator = o.size("integrator"), call.opt.implicit_damping = o.flag("implicit_damping");
+    if (call.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");
+    const Actuators &act = actuators_option(m, o.object("actuators"), "step_derivatives");
+    per_state(o.object("ctrl"), N, act.nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
+    per_state(o.object("qfrc_applied"), N, m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
+    if (act.nu && !call.ctrl.data) throw nb::value_error("step_derivatives: the actuators need ctrl");
+    return act;
+}
+
 // STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,
 // (nq,), (nv,)) with a dict of named options (physai.engine.native.step_derivative_fields: StepOptions' h, integrator
 // (INTEGRATORS), implicit_damping; actuators (an Actuators or None), ctrl (N, nu) or None, qfrc_applied (N, nv) or None;
@@ -950,12 +963,8 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     int64_t N = batch < 0 ? 1 : batch;
     Arrays none;
     Fields o(args[2], "step_derivatives options", none);
-    call.opt.h = o.number("h"), call.opt.integrator = o.size("integrator"), call.opt.implicit_damping = o.flag("implicit_damping");
-    if (call.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");
-    const Actuators *act = &actuators_option(m, o.object("actuators"), "step_derivatives");
     DArr ctrl, qfrc;                                                   // (N, size) in C order, or None
-    per_state(o.object("ctrl"), N, act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
-    per_state(o.object("qfrc_applied"), N, m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
+    const Actuators *act = &read_step_options(m, o, N, call, ctrl, qfrc);
     ConstrainedTerms terms;
     Arrays kept;
     if (o.has("constraints") && !o.object("constraints").is_none()) {   // one state of euler, implicit or implicitfast
@@ -965,7 +974,6 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
         call.constrained = &terms;
     }
     o.done();
-    if (act->nu && !call.ctrl.data) throw nb::value_error("step_derivatives: the actuators need ctrl");
     int64_t nv = m.nv, nu = act->nu;
     const npy_intp da[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(2 * nv)}, db[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(nu)};
     void *a, *b, *st;
@@ -1420,29 +1428,16 @@ int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, co
     return 0;
 }
 
-// PROVEN_STILL: still (k,) int64 dofs, tables (derivatives._still_kernel_tables' dict, per model), state (a dict: xpos
-// (nbody, 3), xmat (nbody, 3, 3) the bodies' poses at q; floats (nc, 28), ints (nc, 3) the contacts there, packed,
-// geom (nc, 2) their geoms; every array C-contiguous float64 or int64): bool (k,), each dof proven (cpp/constraint_derivative.h's
-// proven_still); TypeError for an array of another type, shape, layout or byte order (Fields.error's, as the other
-// kernels' fields), ValueError for an index out of range. With a fourth argument check, q0 (nq,) float64 the state:
-// (proven, status, near) of still_check on the dofs the proof leaves
-nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
-    const Model &m = nm.model;
+// derivatives._still_kernel_tables' dict as the proof reads it (StillTables, in place: valid while the dict holds its
+// arrays); TypeError or ValueError naming the field (proven_still_call's and constrained_step_call's)
+StillTables read_still_tables(const Model &m, nb::handle mapping) {
     const int64_t nv = m.nv, nbody = m.nbody;
-    PyArrayObject *dofs = reinterpret_cast<PyArrayObject *>(args[0].ptr());
-    if (!PyArray_Check(args[0].ptr()) || PyArray_TYPE(dofs) != NPY_INT64 || !PyArray_IS_C_CONTIGUOUS(dofs) ||
-        !PyArray_ISALIGNED(dofs) || PyArray_ISBYTESWAPPED(dofs) || PyArray_NDIM(dofs) != 1)
-        throw nb::type_error("proven_still still: expected a C-contiguous int64 array of shape (k,) in native byte order");
-    const int64_t k = int64_t(PyArray_DIMS(dofs)[0]);
-    const int64_t *still = static_cast<const int64_t *>(PyArray_DATA(dofs));
-    for (int64_t s = 0; s < k; s++)
-        if (still[s] < 0 || still[s] >= nv) throw nb::value_error("proven_still: a dof outside 0 .. nv - 1");
     Arrays none;
-    Fields t(args[1], "proven_still tables", none);
-    auto D = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
+    Fields t(mapping, "proven_still tables", none);
+    auto D = [](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
         return static_cast<const double *>(array_view(f, name, NPY_DOUBLE, shape));
     };
-    auto I = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
+    auto I = [](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
         return static_cast<const int64_t *>(array_view(f, name, NPY_INT64, shape));
     };
     StillTables T;
@@ -1466,6 +1461,35 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     for (int64_t f = 0; f < F; f++)
         if (T.flat[f] < 0 || T.flat[f] >= P || T.plane[f] < 0 || T.plane[f] >= G || T.other[f] < 0 || T.other[f] >= G)
             t.invalid("flat", "a pair or a geom outside the tables");
+    return T;
+}
+
+// PROVEN_STILL: still (k,) int64 dofs, tables (derivatives._still_kernel_tables' dict, per model), state (a dict: xpos
+// (nbody, 3), xmat (nbody, 3, 3) the bodies' poses at q; floats (nc, 28), ints (nc, 3) the contacts there, packed,
+// geom (nc, 2) their geoms; every array C-contiguous float64 or int64): bool (k,), each dof proven (cpp/constraint_derivative.h's
+// proven_still); TypeError for an array of another type, shape, layout or byte order (Fields.error's, as the other
+// kernels' fields), ValueError for an index out of range. With a fourth argument check, q0 (nq,) float64 the state:
+// (proven, status, near) of still_check on the dofs the proof leaves
+nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
+    const Model &m = nm.model;
+    const int64_t nv = m.nv, nbody = m.nbody;
+    PyArrayObject *dofs = reinterpret_cast<PyArrayObject *>(args[0].ptr());
+    if (!PyArray_Check(args[0].ptr()) || PyArray_TYPE(dofs) != NPY_INT64 || !PyArray_IS_C_CONTIGUOUS(dofs) ||
+        !PyArray_ISALIGNED(dofs) || PyArray_ISBYTESWAPPED(dofs) || PyArray_NDIM(dofs) != 1)
+        throw nb::type_error("proven_still still: expected a C-contiguous int64 array of shape (k,) in native byte order");
+    const int64_t k = int64_t(PyArray_DIMS(dofs)[0]);
+    const int64_t *still = static_cast<const int64_t *>(PyArray_DATA(dofs));
+    for (int64_t s = 0; s < k; s++)
+        if (still[s] < 0 || still[s] >= nv) throw nb::value_error("proven_still: a dof outside 0 .. nv - 1");
+    Arrays none;
+    StillTables T = read_still_tables(m, args[1]);
+    const int64_t G = T.ngeom;
+    auto D = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
+        return static_cast<const double *>(array_view(f, name, NPY_DOUBLE, shape));
+    };
+    auto I = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
+        return static_cast<const int64_t *>(array_view(f, name, NPY_INT64, shape));
+    };
     Fields a(args[2], "proven_still state", none);
     StillState S;
     S.xpos = D(a, "xpos", {nbody, 3}), S.xmat = D(a, "xmat", {nbody, 3, 3});
@@ -1497,6 +1521,117 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     return nb::make_tuple(r, status, vector_array(near, 0));
 }
 
+// CONSTRAINED_STEP: step_derivatives(constraints=True) of one state of euler, implicit or implicitfast in one call where
+// one_call_terms takes its solve (derivatives._one_call, the compiled twin of _Stepper.constrained_terms there): the
+// contacts at q (collision.h's detect), the smooth forces and the solve (constrain's forward with its front), the
+// bodies' poses (BODY_POSES), the rows' terms (one_call_terms), every contact dof proven still or detected at its points
+// and held (proven_still, still_check), then step_derivatives' kernel. q (nq,), qd (nv,); options: step_derivatives'
+// (ctrl (1, nu), qfrc_applied (1, nv) or None); tables: derivatives._one_call_tables' dict (still: the still tables;
+// OneCallTables' arrays and numbers; tolerance, iterations: the solver's). (A (2 nv, 2 nv), B (2 nv, nu), status): 0, or
+// why the state is left to the NumPy text (OneCallDecline; A and B then undefined), which names what is wrong
+nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
+    const Model &m = nm.model;
+    if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
+    int64_t batch = -1;
+    std::vector<std::vector<double>> copies;
+    StepDerivativeCall call;
+    read_state(args[0], "q", m.nq, false, call.q, batch, copies);
+    read_state(args[1], "qd", m.nv, false, call.qd, batch, copies);
+    if (batch >= 0) throw nb::value_error("constrained_step: one state, q (nq,) and qd (nv,)");
+    Arrays none;
+    Fields o(args[2], "constrained_step options", none);
+    DArr ctrl, qfrc;
+    const Actuators &act = read_step_options(m, o, 1, call, ctrl, qfrc);
+    o.done();
+    if (call.opt.integrator == RK4 || call.opt.integrator == DISCRETE) o.invalid("integrator", "euler, implicit or implicitfast");
+    if (act.na || act.posed) throw nb::value_error("constrained_step: actuators without activations or arms of the configuration");
+    Fields t(args[3], "constrained_step tables", none);
+    StillTables still = read_still_tables(m, t.object("still"));
+    if (still.npair != m.ncand + m.nmissing) t.invalid("still", "not this model's pairs (ncand + nmissing)");
+    const int64_t nv = m.nv, nbody = m.nbody;
+    OneCallTables T;
+    T.static_body = static_cast<const int64_t *>(array_view(t, "static_body", NPY_INT64, {nbody}));
+    T.nlimited = t.size("nlimited"), T.ncontact_dofs = t.size("ncontact_dofs");
+    T.limited_adr = static_cast<const int64_t *>(array_view(t, "limited_adr", NPY_INT64, {T.nlimited}));
+    T.limited_ball = static_cast<const int64_t *>(array_view(t, "limited_ball", NPY_INT64, {T.nlimited}));
+    T.limited_low = static_cast<const double *>(array_view(t, "limited_low", NPY_DOUBLE, {T.nlimited}));
+    T.limited_high = static_cast<const double *>(array_view(t, "limited_high", NPY_DOUBLE, {T.nlimited}));
+    T.limited_margin = static_cast<const double *>(array_view(t, "limited_margin", NPY_DOUBLE, {T.nlimited}));
+    T.contact_dofs = static_cast<const int64_t *>(array_view(t, "contact_dofs", NPY_INT64, {T.ncontact_dofs}));
+    T.turns = static_cast<const double *>(array_view(t, "turns", NPY_DOUBLE, {nv, nv}));
+    T.weights = static_cast<const double *>(array_view(t, "weights", NPY_DOUBLE, {4}));
+    T.r_floor = t.number("r_floor"), T.stiff_rows = t.number("stiff_rows"), T.row_step = still.row_step;
+    double tolerance = t.number("tolerance");
+    int64_t iterations = t.size("iterations");
+    t.done();
+    for (int64_t k = 0; k < T.nlimited; k++)
+        if (T.limited_adr[k] < 0 || T.limited_adr[k] >= m.nq) t.invalid("limited_adr", "a q entry outside 0 .. nq - 1");
+    for (int64_t k = 0; k < T.ncontact_dofs; k++)
+        if (T.contact_dofs[k] < 0 || T.contact_dofs[k] >= nv) t.invalid("contact_dofs", "a dof outside 0 .. nv - 1");
+    const npy_intp da[2] = {npy_intp(2 * nv), npy_intp(2 * nv)}, db[2] = {npy_intp(2 * nv), npy_intp(act.nu)};
+    void *a, *b;
+    nb::object A = new_array(2, da, NPY_DOUBLE, a), B = new_array(2, db, NPY_DOUBLE, b);
+    auto result = [&](int status) { return nb::make_tuple(A, B, status); };
+    std::vector<double> floats;                                         // the contacts at q, packed, and their geoms
+    std::vector<int64_t> ints, geom;
+    {
+        KeptDetection kept(nm, 1);
+        detect_chunks(m, kept, call.q, nullptr, 1, nullptr, nullptr);
+        const DetectOut &d = *kept.out;
+        if (!d.near.empty()) return result(ONE_CALL_CONTACT);         // a left-out pair may touch: the text warns
+        floats = d.f, ints = d.i;
+        for (int64_t k : d.cand) geom.push_back(m.cand_geom[2 * k]), geom.push_back(m.cand_geom[2 * k + 1]);
+    }
+    Contacts contacts;
+    contacts.n = int64_t(geom.size() / 2), contacts.f = floats.data(), contacts.i = ints.data();
+    ConstraintCall c;                                                   // the smooth forces and the solve, its rows
+    c.op = CONSTRAINT_FORWARD, c.lanes = &isa_kernels(active_isa()), c.q = call.q, c.qd = call.qd;
+    c.sets.push_back(contacts), c.tolerance = tolerance, c.iterations = iterations, c.rows = true;
+    c.front = &act, c.ctrl = call.ctrl, c.applied = call.qfrc;
+    const size_t V = static_cast<size_t>(nv);
+    std::vector<double> qacc(V), qfrc_c(V), f(V), M(V * V), poses(static_cast<size_t>(12 * nbody));
+    double improvement = 0.0;
+    int64_t iters = 0;
+    bool converged = false;
+    c.qacc = qacc.data(), c.qfrc = qfrc_c.data(), c.f_out = f.data(), c.M_out = M.data();
+    c.iters = &iters, c.improvement = &improvement, c.converged = &converged;
+    Failures failures;
+    for (auto &first : failures.first) first.store(NO_STATE, std::memory_order_relaxed);
+    ConstraintRun run;
+    std::atomic<bool> stop{false};
+    constrain_states<nb::gil_scoped_release>(nm.work, m, c, 1, failures, run, stop, signal_pending);
+    if (stop) throw nb::python_error();                                // a signal: the results discarded
+    for (auto &first : failures.first)
+        if (first.load(std::memory_order_relaxed) != NO_STATE) return result(ONE_CALL_SOLVE);
+    bool finite = converged;                                            // unconverged: the text warns
+    for (double x : f) finite = finite && std::isfinite(x);
+    if (!finite) return result(ONE_CALL_SOLVE);
+    Call pose = nm.calls[BODY_POSES];                                   // the bodies' xpos, xmat at q (body_poses)
+    pose.in[0] = call.q, pose.out[0] = poses.data(), pose.out[1] = poses.data() + 3 * nbody;
+    run_states<nb::gil_scoped_release>(nm.work, m, pose, 1, failures, stop, signal_pending);
+    const RowsOut &r = *run.outs[0];
+    OneCallTerms kept_terms;
+    ConstrainedTerms terms;
+    terms.a_c = qacc.data(), terms.qfrc = qfrc_c.data();
+    int status = one_call_terms(m, T, r, contacts, geom.data(), call.q.data, poses.data(), M.data(), kept_terms, terms);
+    if (status != ONE_CALL_TAKEN) return result(status);
+    StillState S;                                                       // every contact dof: proven, or detected and held
+    S.xpos = poses.data(), S.xmat = poses.data() + 3 * nbody, S.nc = contacts.n;
+    S.floats = floats.data(), S.ints = ints.data(), S.geom = geom.data();
+    std::vector<uint8_t> proven(size_t(T.ncontact_dofs));
+    proven_still(still, S, T.contact_dofs, T.ncontact_dofs, proven.data());
+    std::vector<int64_t> left, near;
+    for (int64_t k = 0; k < T.ncontact_dofs; k++)
+        if (!proven[size_t(k)]) left.push_back(T.contact_dofs[k]);
+    if (still_check(nm, still, S, call.q.data, left, near) != 0 || !near.empty()) return result(ONE_CALL_STILL);
+    call.constrained = &terms;                                          // the step after the rows' derivatives
+    int64_t step_status = 0;
+    call.A = static_cast<double *>(a), call.B = static_cast<double *>(b), call.status = &step_status;
+    step_derivative_states<nb::gil_scoped_release>(nm.work, m, act, call, 1, stop, signal_pending);
+    if (stop) throw nb::python_error();
+    return result(step_status ? int(ONE_CALL_STEP) : int(ONE_CALL_TAKEN));
+}
+
 // _native.call: one entry for every operation
 nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c, nb::handle d, nb::handle e) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
@@ -1505,6 +1640,7 @@ nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handl
     if (op == STEP_DERIVATIVES) return step_derivatives(nm, args);
     if (op == COLLISION_DETECT) return collision_detect(nm, args);
     if (op == PROVEN_STILL) return proven_still_call(nm, args);
+    if (op == CONSTRAINED_STEP) return constrained_step_call(nm, args);
     return is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
 }
 

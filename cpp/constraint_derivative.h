@@ -14,6 +14,9 @@
 //     proven_still         the dofs along which no contact can appear or leave within 2 ROW_STEP of q
 //                          (_Constraints._proven_still; with still_rooms (_rooms), separation (_separation),
 //                          touching_rooms (_touching_rooms), still_segment_distance (derivatives._segment_distance))
+//     one_call_terms       _Constraints.terms and compiled_terms of a solve whose every row is analytic (planes on
+//                          the world against spheres and boxes, hinge and slide limits, dofs' friction loss) and no
+//                          dof moves one, for the constrained step in one compiled call (derivatives._one_call)
 //
 // Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts (proven_still: the
 // per-model tables of derivatives._still_tables, StillTables, and the poses and contacts at q, StillState). Included
@@ -26,6 +29,8 @@
 #include <limits>
 #include <vector>
 
+#include "constraint.h"
+#include "data.h"
 #include "primitives.h"
 #include "spatial.h"
 
@@ -819,6 +824,112 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
             if (need && !(room[p] > move)) out[k] = 0;
         }
     }
+}
+
+// ---------------------------------------------------------------- the terms of a solve whose rows are all analytic
+
+// derivatives._one_call_tables' arrays (read in place)
+struct OneCallTables {
+    const int64_t *static_body = nullptr;          // (nbody,) 1: a body no dof moves (body_linkid < 0)
+    int64_t nlimited = 0;                          // the limited joints (_limited_joints): first q, ball, range, margin
+    const int64_t *limited_adr = nullptr, *limited_ball = nullptr;
+    const double *limited_low = nullptr, *limited_high = nullptr, *limited_margin = nullptr;
+    int64_t ncontact_dofs = 0;
+    const int64_t *contact_dofs = nullptr;         // collision.contact_dofs' dofs, in order
+    const double *turns = nullptr;                 // (nv, nv) Model.dof_turns
+    double r_floor = 0.0, stiff_rows = 0.0, row_step = 0.0;   // R_FLOOR, STIFF_ROWS, ROW_STEP
+    const double *weights = nullptr;               // (4,) _FD_POINT_WEIGHTS
+};
+
+// why one_call_terms leaves a solve to the NumPy text (0: taken)
+enum OneCallDecline {
+    ONE_CALL_TAKEN = 0, ONE_CALL_ROW = 1, ONE_CALL_CONTACT = 2, ONE_CALL_KINK = 3, ONE_CALL_NEAR_LIMIT = 4,
+    ONE_CALL_STIFF = 5, ONE_CALL_SOLVE = 6, ONE_CALL_STILL = 7, ONE_CALL_STEP = 8
+};
+
+// the arrays ConstrainedTerms points into (one_call_terms' own)
+struct OneCallTerms {
+    std::vector<int64_t> rows, plane_body, plane_dim;
+    std::vector<double> dJ, dpos, daref, plane_origin, plane_frame, plane_pos, plane_dist, plane_friction, plane_radius,
+        plane_axis;
+};
+
+// _Constraints.terms and compiled_terms of one solve (its rows r, contacts c with geom pairs geom (nc, 2), q, the
+// bodies' xpos (nbody, 3) at q, M (nv, nv)) where every row's q-derivative is analytic and no dof moves one: a dof's
+// friction loss (none), a hinge's or slide's limit (dJ 0, dpos its J) and a plane on a body no dof moves against a
+// sphere or a box, dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's
+// plane_contacts), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's, _power_one: the caller's
+// tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs), not stiff (STIFF_ROWS);
+// daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the state whole)
+inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut &r, const Contacts &c, const int64_t *geom,
+                          const double *q, const double *xpos, const double *M, OneCallTerms &out, ConstrainedTerms &t) {
+    const int64_t nv = m.nv, nefc = r.sizes[0], ne = r.sizes[1];
+    if (ne) return ONE_CALL_ROW;                                        // equalities: _joint_equality_rows, _anchor_rows
+    out.rows.clear();
+    for (int64_t i = 0; i < nefc; i++) {                                // the limits, in row order (_analytic_rows)
+        int64_t type = r.type[i];
+        if (type == LIMIT_JOINT) {
+            int64_t kind = m.jnt_type[r.id[i]];
+            if ((kind != JNT_HINGE && kind != JNT_SLIDE) || !(r.R[i] > T.r_floor)) return ONE_CALL_ROW;
+            out.rows.push_back(i);
+        } else if (type != FRICTION_DOF && type != CONTACT_FRICTIONLESS && type != CONTACT_PYRAMIDAL) {
+            return ONE_CALL_ROW;                                        // differenced: a tendon's, an elliptic cone's
+        }
+    }
+    const int64_t nlimit = int64_t(out.rows.size());
+    for (int64_t k = 0; k < T.nlimited; k++) {                          // a limit row that may appear or leave
+        double x = q[T.limited_adr[k]];
+        double inside = std::min(x - T.limited_low[k], T.limited_high[k] - x);
+        if (T.limited_ball[k] || std::fabs(inside - T.limited_margin[k]) < 4 * T.row_step) return ONE_CALL_NEAR_LIMIT;
+    }
+    out.plane_body.clear(), out.plane_dim.clear(), out.plane_origin.clear(), out.plane_frame.clear();
+    out.plane_pos.clear(), out.plane_dist.clear(), out.plane_friction.clear(), out.plane_radius.clear();
+    for (int64_t k = 0; k < c.n; k++) {                                 // each contact a plane's (_plane_arrays)
+        int64_t g1 = geom[2 * k], g2 = geom[2 * k + 1], b1 = c.body1(k), b2 = c.body2(k), dim = c.dim(k);
+        int64_t first = r.contact_row[k];
+        if (g1 < 0 || g2 < 0 || first < 0 || m.geom_type[g1] != GEOM_PLANE || b2 < 0 || (b1 >= 0 && !T.static_body[b1]))
+            return ONE_CALL_CONTACT;
+        int64_t kind = m.geom_type[g2];
+        if ((kind != GEOM_SPHERE && kind != GEOM_BOX) || (dim != 1 && dim != 3) || !(r.R[first] > T.r_floor))
+            return ONE_CALL_CONTACT;
+        if (c.solimp(k)[4] <= 1) return ONE_CALL_KINK;                  // _refuse_impedance_kinks' power 1
+        out.plane_body.push_back(b2), out.plane_dim.push_back(dim);
+        out.plane_origin.insert(out.plane_origin.end(), xpos + 3 * b2, xpos + 3 * b2 + 3);
+        out.plane_frame.insert(out.plane_frame.end(), c.frame(k), c.frame(k) + 9);
+        out.plane_pos.insert(out.plane_pos.end(), c.pos(k), c.pos(k) + 3);
+        out.plane_dist.push_back(c.dist(k));
+        out.plane_friction.insert(out.plane_friction.end(), c.friction(k), c.friction(k) + 5);
+        out.plane_radius.push_back(kind == GEOM_BOX ? 0.0 : m.geom_size[3 * g2]);
+        for (int64_t i = first; i < first + pyramid_rows(dim); i++) out.rows.push_back(i);
+    }
+    const int64_t nplane = int64_t(out.plane_body.size());
+    out.plane_axis.assign(size_t(3 * nplane), 0.0);                     // a sphere's or a box's: none
+    double diag = 0.0, stiffest = -STILL_INF;                           // stiff: a quadratic row's D against M's diagonal
+    for (int64_t i = 0; i < nv; i++) diag = std::max(diag, std::fabs(M[i * nv + i]));
+    for (int64_t i = 0; i < nefc; i++)
+        if (r.state[i] == QUADRATIC) stiffest = std::max(stiffest, r.D[i]);
+    if (stiffest > T.stiff_rows * diag) return ONE_CALL_STIFF;
+    out.dJ.assign(size_t(nlimit * nv * nv), 0.0), out.dpos.resize(size_t(nlimit * nv));
+    for (int64_t k = 0; k < nlimit; k++)
+        std::copy_n(&r.J[size_t(out.rows[size_t(k)] * nv)], nv, &out.dpos[size_t(k * nv)]);
+    out.daref.resize(size_t(nefc * nv));                                // -B J (_aref_velocity_derivative)
+    for (int64_t i = 0; i < nefc; i++)
+        for (int64_t j = 0; j < nv; j++) out.daref[size_t(i * nv + j)] = -r.B[i] * r.J[size_t(i * nv + j)];
+    t.nefc = nefc, t.nrows = int64_t(out.rows.size()), t.nmoving = 0, t.points = 4, t.ncone = r.ncone[0];
+    t.stiff = false, t.step = 12 * T.row_step;
+    t.J = r.J.data(), t.D = r.D.data(), t.aref = r.aref.data(), t.B = r.B.data(), t.K = r.K.data();
+    t.imp = r.imp.data(), t.impP = r.impP.data(), t.pos = r.pos.data(), t.margin = r.margin.data();
+    t.force = r.force.data(), t.state = r.state.data(), t.rows = out.rows.data(), t.moving = nullptr;
+    t.cone_first = r.cone_first.data(), t.cone_dim = r.cone_dim.data(), t.cone_H = r.cone_H.data();
+    t.dJ = out.dJ.data(), t.dpos = out.dpos.data(), t.Jpts = nullptr, t.fpts = nullptr, t.weights = T.weights;
+    t.daref = out.daref.data();
+    t.nplane = nplane, t.plane_at = nlimit, t.plane_rows = t.nrows - nlimit;
+    t.plane_body = out.plane_body.data(), t.plane_dim = out.plane_dim.data(), t.plane_origin = out.plane_origin.data();
+    t.plane_frame = out.plane_frame.data(), t.plane_pos = out.plane_pos.data(), t.plane_dist = out.plane_dist.data();
+    t.plane_friction = out.plane_friction.data(), t.plane_radius = out.plane_radius.data();
+    t.plane_axis = out.plane_axis.data(), t.turns = T.turns;
+    t.nanchor = 0, t.anchored = nullptr, t.anchor_dJ = t.anchor_dbias = t.anchor_dgap = nullptr;
+    return ONE_CALL_TAKEN;
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ enum Op {
     STEP_DERIVATIVES,                                                                                  // step_derivative.h
     COLLISION_DETECT,                                                                                  // collision.h
     PROVEN_STILL,                                                                                      // constraint_derivative.h
+    CONSTRAINED_STEP,                                                                                  // detect, solve, terms, step
     NOPS
 };
 struct Operation {
@@ -84,6 +85,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"step_derivatives", "q:q qd:v options:o", "", false, false},
     {"collision_detect", "q:q subset:o along:o", "", false, false},
     {"proven_still", "still:o tables:o state:o check:o", "", false, false},
+    {"constrained_step", "q:q qd:v options:o tables:o", "", false, false},
 };
 inline constexpr bool is_constraint(int op) { return op >= CONSTRAINT_ROWS && op <= CONSTRAINT_INVERSE; }
 

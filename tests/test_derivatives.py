@@ -1309,8 +1309,10 @@ def no_proof(self, still, poses) -> np.ndarray:
 
 def text_checks(monkeypatch) -> None:
     """The still dofs proven by _proven_still and the others detected by _points and _held_forces (the NumPy text's
-    seams the tests spy on), not by the compiled check that does both in one call (_checked_still)."""
+    seams the tests spy on), not by the compiled check that does both in one call (_checked_still), nor by the whole
+    step in one call (ONE_CALL)."""
     monkeypatch.setattr(derivatives._Constraints, "_checks_compiled", lambda self: False)
+    monkeypatch.setattr(derivatives, "ONE_CALL", False)
 
 
 def proven_calls(monkeypatch, model, q, qd, backend="native") -> tuple:
@@ -3089,3 +3091,62 @@ def test_violated_equalities_give_one_a_and_b_on_both_backends(state, xml):
     for b in out:
         assert_close(out[b][0], A_mj, 1e-7, what=f"A ({b}) vs MuJoCo")
         assert_close(out[b][1], B_mj, 1e-6, what=f"B ({b}) vs MuJoCo")
+
+
+def one_call_scene(seed: int, count: int) -> list:
+    """count (Model, q, qd, ctrl) of a scene whose rows the one call takes (derivatives._one_call): on the floor a free
+    ball (condim 3), a free box on its face (4 corner contacts) and a free ball of condim 1, each resting 1e-3 deep or
+    lifted 2e-2 off; a hinged arm with its range (+-0.5 rad) and friction loss, at 0.2 rad, 1e-3 past its limit (its
+    row) or 1e-7 inside it (near its switch), driven by a motor; the solver exact; qd random. In the last state the box
+    is 1.5e-6 above the floor (its contacts appear along its free z)."""
+    rng = np.random.default_rng(seed)
+    xml = """<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="3 3 .1"/>
+      <body pos="0 0 .1"><freejoint/><geom size=".1"/></body>
+      <body pos=".5 0 .1"><freejoint/><geom type="box" size=".1 .15 .1"/></body>
+      <body pos="1 0 .1"><freejoint/><geom size=".1" condim="1"/></body>
+      <body pos="-1 0 1"><joint name="arm" type="hinge" axis="1 0 0" range="-.5 .5" limited="true" frictionloss=".3"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -.25" size=".03"/></body></worldbody>
+      <actuator><motor joint="arm" gear="2"/></actuator></mujoco>"""
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    model, out = engine.from_mujoco(m), []
+    for k in range(count):
+        q = m.qpos0.copy()
+        for body in range(3):
+            q[7 * body + 2] = 0.1 + (1.5e-6 if k == count - 1 and body == 1 else rng.choice([-1e-3, -1e-3, 2e-2]))
+        q[21] = rng.choice([0.2, 0.5 + 1e-3, 0.5 - 1e-7])
+        out.append((model, q, rng.normal(size=m.nv) * 0.1, rng.normal(size=1)))
+    return out
+
+
+def test_the_one_call_gives_the_calls_outcome(monkeypatch):
+    """derivatives._one_call (native.CONSTRAINED_STEP: the contacts, the solve, the rows' terms, the still check and the
+    step in one compiled call) against the calls of _compiled_constrained (ONE_CALL False) on the G1 standing, two arms
+    touching on a free ball (a self-contact: left to the calls) and one_call_scene's states (contacts resting or
+    lifted, a limit away from or 1e-7 from its switch, a box a few ROW_STEP above the floor): the same A and B within
+    1e-13 of the largest entry (the same arithmetic), or the same refusal; some states taken, some left (each
+    decline's code: a contact kind, a limit near its switch, a contact appearing along a still dof)."""
+    calls, step = [], native.CONSTRAINED_STEP
+
+    def spy(*args):
+        out = step(*args)
+        calls.append(int(out[2]))
+        return out
+    monkeypatch.setattr(native, "CONSTRAINED_STEP", spy)
+    states = one_call_scene(5, 12)
+    states += [g1_standing()[2], arms_touching()[2]]
+    taken = 0
+    for model, q, qd, ctrl in states:
+        outcomes = []
+        for one in (True, False):
+            monkeypatch.setattr(derivatives, "ONE_CALL", one)
+            try:
+                outcomes.append(derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True))
+            except InvalidStateError as e:
+                outcomes.append(str(e))
+        if isinstance(outcomes[1], str):
+            assert outcomes[0] == outcomes[1]
+            continue
+        taken += 1
+        for x, y in zip(*outcomes):
+            assert np.abs(x - y).max() <= 1e-13 * np.abs(y).max()
+    assert taken > 0 and 0 in calls and {2, 4, 7} <= set(calls)

@@ -366,6 +366,33 @@ def _still_kernel_tables(model: Model) -> dict:
             "row_step": float(ROW_STEP), "ccd_tolerance": float(model.opt.ccd_tolerance)}
 
 
+@per_model
+def _one_call_tables(model: Model) -> dict | None:
+    """The per-model tables of the constrained step in one compiled call (native.CONSTRAINED_STEP, cpp/bindings.cpp's
+    constrained_step_call; cpp/constraint_derivative.h's OneCallTables): still, _still_kernel_tables'; static_body
+    (nbody,) 1 where no dof moves the body (body_linkid < 0); the limited joints (_limited_joints, none without
+    opt.limit) by their first q entry, ball flag, range and margin; contact_dofs (collision.contact_dofs' dofs, none
+    without contacts); turns (Model.dof_turns); R_FLOOR, STIFF_ROWS, _FD_POINT_WEIGHTS and the solver's tolerance and
+    iterations. None for a model whose solves it never takes: without dofs, one the compiled solver does not run (a
+    left-out pair where it collides, noslip), a power-1 impedance (_power_one: _refuse_impedance_kinks), limited tendons
+    (_moving_dofs: every dof)."""
+    opt = model.opt
+    if not model.nv or not (native.compiled_solver(model) and native.runs(model)) or opt.noslip_iterations > 0 or \
+            (collision.has_contacts(model) and (model.unsupported or len(engine.collision.candidates(model)[1]))) or \
+            constraint._power_one(model) or (opt.limit and model.tendon_limited.any()):
+        return None
+    joints_limited, adr, low, high, margin, ball = _limited_joints(model) if opt.limit else (np.zeros(0, np.intp),) * 6
+    dofs = np.flatnonzero(collision.contact_dofs(model)) if collision.has_contacts(model) else np.zeros(0, np.intp)
+    ints = dict(static_body=model.body_linkid < 0, limited_adr=adr, limited_ball=ball, contact_dofs=dofs)
+    floats = dict(limited_low=low, limited_high=high, limited_margin=margin, turns=model.dof_turns,
+                  weights=_FD_POINT_WEIGHTS)
+    return {"still": _still_kernel_tables(model), "nlimited": len(joints_limited), "ncontact_dofs": len(dofs),
+            "r_floor": R_FLOOR, "stiff_rows": STIFF_ROWS, "tolerance": float(opt.tolerance),
+            "iterations": int(opt.iterations),
+            **{k: np.ascontiguousarray(v, dtype=np.int64) for k, v in ints.items()},
+            **{k: np.ascontiguousarray(v, dtype=np.float64) for k, v in floats.items()}}
+
+
 def _segment_distance(a0: np.ndarray, d1: np.ndarray, b0: np.ndarray, d2: np.ndarray) -> np.ndarray:
     """(m,) a lower bound on the distance of segments a0 + s d1 and b0 + t d2 (s, t in [0, 1]; (m, 3) each, a point
     where d = 0): at Ericson's clamped solution (s on the lines' (0 where they are parallel), t from it, s again where t
@@ -560,6 +587,11 @@ COMPILED_PIECES = True
 #: native (_compiled_constrained: euler, implicit, implicitfast on what numpy_only passes; False: the NumPy text; the
 #: tests compare the two)
 COMPILED_STEP = True
+
+#: step_derivatives(constraints=True) of one state whose rows are all analytic and move with no dof in one compiled call
+#: (_one_call: the contacts, the solve, the rows' terms, the still dofs' check and the step; False: the calls of
+#: _compiled_constrained; the tests compare the two)
+ONE_CALL = True
 
 #: rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (a pyramid at friction 1e-5:
 #: D ~ 1e11): their forces are then corrected to the optimum's balance and H solved in their range space (_hessian_solve),
@@ -2959,6 +2991,10 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
     its solve and the retraction (acceleration, step_derivative). ((A, B), margins (4,)), or None where the kernel
     declines the state (the NumPy text then redoes it and names what is wrong)."""
+    if not margins and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:   # one compiled call where it takes the solve
+        found = _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied)
+        if found is not None:
+            return found, np.full(4, np.inf)
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
     s.constraints.measure = margins                    # the margins (switch_margins, _break_margins) only when asked
@@ -2971,6 +3007,24 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
                                               None if inputs.actuators is None else ctrl[None],
                                               None if qfrc_applied is None else qfrc_applied[None], terms)
     return None if status[0] else ((A[0], B[0]), s.constraints.margins)
+
+
+def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple | None:
+    """_compiled_constrained's (A, B) in one compiled call (native.CONSTRAINED_STEP: the contacts, the smooth forces and
+    the solve, terms() and compiled_terms() where every row's q-derivative is analytic and no dof moves one -- planes on
+    bodies no dof moves against spheres and boxes, dim 1 or 3 on the pyramid; hinge and slide limits away from their
+    switch; dofs' friction loss -- every contact dof proven still or detected and held, then the step); None where the
+    model (_one_call_tables) or the state is outside that (the calls of _compiled_constrained then, the NumPy text's
+    seams, name what is wrong)."""
+    tables = _one_call_tables(model)
+    if tables is None:
+        return None
+    constraint.prepare_compiled(model)
+    fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), model.actuators,
+                                           None if model.actuators is None else ctrl[None],
+                                           None if qfrc_applied is None else qfrc_applied[None])
+    A, B, status = native.CONSTRAINED_STEP(model, q, qd, fields, tables)
+    return None if status else (A, B)
 
 
 def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping):

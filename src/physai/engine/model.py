@@ -452,7 +452,8 @@ class Model:
         for a geom of the world or of a body without dofs); made on first use (O(ngeom nv)), by physai.derivatives'
         detection at its differenced points."""
         body = self.geoms.geom_bodyid
-        link = np.where(body >= 0, self.body_linkid[np.maximum(body, 0)], -1)
+        link = np.full(len(body), -1, np.intp)                           # -1: the world's geoms (no body at all too)
+        link[body >= 0] = self.body_linkid[body[body >= 0]]
         last = self.link_dofadr + self.link_dofnum - 1                    # each link's last dof: its chain's column
         chains = np.vstack([self.dof_ancestor[:, last].T, np.zeros((1, self.nv), bool)])   # row -1: no dof
         return _read_only(np.ascontiguousarray(chains[link]))

@@ -658,6 +658,7 @@ def kernel(name: str, what: str | None = None, finite=None, options=None):
 ROLLOUT = kernel("rollout")
 STEP_DERIVATIVES = kernel("step_derivatives")     # physai.derivatives.step_derivatives
 PROVEN_STILL = kernel("proven_still")             # physai.derivatives._Constraints._proven_still (cpp/constraint_derivative.h)
+CONSTRAINED_STEP = kernel("constrained_step")     # physai.derivatives._one_call (cpp/bindings.cpp's constrained_step_call)
 
 
 def _subset_flags(model: Model, subset) -> np.ndarray | None:
