@@ -740,6 +740,8 @@ class _Constraints:
         discrete step, also where a row's R meets its MAXIMP cap within that reach (engine.constraint.impedance_caps:
         R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA has a kink there; reachable with dmax above ~0.9998)."""
         first, gap, rate, cap = self._impedance_kinks()
+        if not len(first):                             # no row with a kink (solimp's power above 1)
+            return
         near = np.abs(gap) < 2 * ROW_STEP * rate
         if near.any():
             k = int(np.flatnonzero(near)[0])
@@ -1322,9 +1324,8 @@ class _Constraints:
         if self.discrete is not None:                  # at the step's end: (aref - h K imp vel) / s
             h = self.discrete[0]
             out = -((r.B + h * r.K * r.imp) / constraint.end_of_step_factor(h, r.B, r.K, r.imp))[:, None] * r.J
-        anchored = np.zeros(r.nefc, bool)
-        anchored[self.anchored] = True
-        if any(self.model.eq_type[r.id[i]] in (CONNECT, WELD) and not anchored[i] for i in range(r.ne)):
+        anchored = set(self.anchored.tolist())
+        if any(self.model.eq_type[r.id[i]] in (CONNECT, WELD) and i not in anchored for i in range(r.ne)):
             E = np.eye(nv)
             rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]),
                              None if self.contacts is None else self.contacts * (2 * nv))
@@ -1667,13 +1668,13 @@ class _Constraints:
             frames.append((body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)), xpos))
             radius.append(G.geom_size[geom, 0])
         (a0, d1), (b0, d2) = ends
-        arrays = (np.stack([J for J, _ in frames]), np.stack([o for _, o in frames]), a0, d1, b0, d2,
-                  np.array(radius, float), float(contacts.dist[c]))
+        jacobians, origins = np.stack([J for J, _ in frames]), np.stack([o for _, o in frames])
+        arrays = (jacobians, origins, a0, d1, b0, d2, np.array(radius, float), float(contacts.dist[c]))
         pair = native.segment_pair(*arrays) if COMPILED_PIECES and native.on else segment_pair(*arrays)
         if pair is None:
             return None
         room, speed, st, dD, L, v1 = pair
-        return _SegmentPair(room, speed, st, dD, (d1, d2), frames, radius, L, v1)
+        return _SegmentPair(room, speed, st, dD, (d1, d2), jacobians, origins, radius, L, v1)
 
     def _segment_contact(self, c: int, pair) -> tuple | None:
         """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules whose
@@ -1687,11 +1688,11 @@ class _Constraints:
         if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
                                 and dim in (1, 3) and r.R[first] > R_FLOOR):
             return None
-        common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
-        arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
-                  contacts.pos[c], float(contacts.dist[c]), contacts.friction[c], dim, pair.axes[0], pair.rates[0],
-                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, model.dof_turns,
-                  common.astype(np.float64))
+        b1, b2 = r.contact_body[c].tolist()
+        common = _body_dofs(model)[b1] & _body_dofs(model)[b2]         # the dofs moving both bodies (dof_chain's)
+        arrays = (pair.jacobians, pair.origins, contacts.frame[c], contacts.pos[c], float(contacts.dist[c]),
+                  contacts.friction[c], dim, pair.axes[0], pair.rates[0], pair.dD, float(pair.L),
+                  np.array(pair.radius, float), pair.v1, model.dof_turns, common.astype(np.float64))
         if COMPILED_PIECES and native.on:
             dJ, ddist = native.segment_contact_rows(*arrays)
         else:
@@ -1966,7 +1967,8 @@ class _SegmentPair(NamedTuple):
     rates: np.ndarray          # (2, nv) (ds, dt) along each tangent direction (zero where clamped)
     dD: np.ndarray             # (3, nv) d(c2 - c1)
     axes: tuple                # (d1, d2) (3,) each [m]
-    frames: list               # [(J (6, nv) at the body's origin, origin (3,))] of bodies 1 and 2 (_point_jacobian)
+    jacobians: np.ndarray      # (2, 6, nv) bodies 1's and 2's J at their origins (_point_jacobian)
+    origins: np.ndarray        # (2, 3) those origins
     radius: list               # [r1, r2] [m]
     L: float                   # |c2 - c1| [m]
     v1: np.ndarray             # (3, nv) body 1's point Jacobian at c1
