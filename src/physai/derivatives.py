@@ -704,7 +704,7 @@ class _Constraints:
         self.listed = _contact_list(model, r, None if contacts is None else contacts[0])   # the passes' lookups
         self.f, self.efc_force, self.forces = f.copy(), force, None
         quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
-        self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
+        self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(M.diagonal()).max())
         if self.measure:                               # switch_margins, _break_margins: only when asked
             jar = r.J @ a - r.aref
             self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), self._break_margins(q)])
@@ -772,6 +772,8 @@ class _Constraints:
         discrete step, also where a row's R meets its MAXIMP cap within that reach (engine.constraint.impedance_caps:
         R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA has a kink there; reachable with dmax above ~0.9998)."""
         first, gap, rate, cap = self._impedance_kinks()
+        if not len(first):                             # no row with a kink (solimp's power above 1)
+            return
         near = np.abs(gap) < 2 * ROW_STEP * rate
         if near.any():
             k = int(np.flatnonzero(near)[0])
@@ -1363,9 +1365,8 @@ class _Constraints:
         if self.discrete is not None:                  # at the step's end: (aref - h K imp vel) / s
             h = self.discrete[0]
             out = -((r.B + h * r.K * r.imp) / constraint.end_of_step_factor(h, r.B, r.K, r.imp))[:, None] * r.J
-        anchored = np.zeros(r.nefc, bool)
-        anchored[self.anchored] = True
-        if any(self.model.eq_type[r.id[i]] in (CONNECT, WELD) and not anchored[i] for i in range(r.ne)):
+        anchored = set(self.anchored.tolist())
+        if any(self.model.eq_type[r.id[i]] in (CONNECT, WELD) and i not in anchored for i in range(r.ne)):
             E = np.eye(nv)
             rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]),
                              None if self.contacts is None else self.contacts * (2 * nv))
@@ -1385,21 +1386,20 @@ class _Constraints:
         diag(M^), moves with every q). Along the directions left out, derivatives() looks for a contact appearing or
         leaving (_points, _row_arrays)."""
         model, r = self.model, self.r
-        moving = np.zeros(model.nv, bool)
         differenced = np.ones(r.nefc, bool)
         differenced[self.analytic] = differenced[self.anchored] = False
         if self.discrete is not None or differenced[:r.ne].any() or (r.type == constraint.FRICTION_TENDON).any() \
                 or (model.opt.limit and model.tendon_limited.any()):
-            return ~moving
+            return np.ones(model.nv, bool)
         at_limit = r.id[(r.type == constraint.LIMIT_JOINT) & differenced]
         if model.opt.limit:
             limited, adr, low, high, margin, ball = _limited_joints(model)
             x = q[adr]                                 # a hinge's or slide's coordinate (a ball's is its quaternion's w)
             near = (np.abs(np.minimum(x - low, high - x) - margin) < 4 * ROW_STEP) | ball
             at_limit = np.concatenate([at_limit, limited[near]])
-        moving |= _joint_dofs(model)[at_limit].any(axis=0)
         held = np.concatenate([differenced, [True]])[r.contact_row]   # its rows differenced, or none (row -1: the True)
-        return moving | _body_dofs(model)[r.contact_body[held].ravel()].any(axis=0)   # the bodies' chains
+        chains = _body_dofs(model)[r.contact_body[held].ravel()]        # the held contacts' bodies' chains
+        return _joint_dofs(model)[at_limit].any(axis=0) | chains.any(axis=0)
 
     # ------------------------------------------------ the rows' analytic q-derivatives
 
@@ -1465,7 +1465,7 @@ class _Constraints:
             if k2 == geoms.CAPSULE and d > 1:
                 axis[i] = _geom_axis(model, xmat[b2], g2)
             rows.extend(range(listed.row[c], listed.row[c] + (1 if d == 1 else 2 * (d - 1))))   # its rows, first on
-        contacts, bodies = self.contacts[0], np.array(bodies, np.intp)
+        contacts, bodies, cs = self.contacts[0], np.array(bodies, np.intp), np.array(cs, np.intp)
         return np.array(rows, np.intp), bodies, (xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs],
                                                  contacts.friction[cs], np.array(radius), np.array(dim, np.int64), axis)
 
@@ -1512,16 +1512,16 @@ class _Constraints:
         above its floor MINVAL: pos = x1 - ref1 - poly(x2 - ref2), J = e1 - poly'(x2 - ref2) e2 (hinges or slides:
         engine.constraint._equality_rows), so dpos = J and dJ's one entry d J[row, v2]/dq_v2 = -poly''(x2 - ref2)."""
         model, r, nv = self.model, self.r, self.model.nv
-        rows = [i for i in range(r.ne) if model.eq_type[r.id[i]] == JOINT and r.R[i] > R_FLOOR]
+        rows = np.array([i for i in range(r.ne) if model.eq_type[r.id[i]] == JOINT and r.R[i] > R_FLOOR], np.intp)
         dJ = np.zeros((len(rows), nv, nv))
-        for k, i in enumerate(rows):
+        for k, i in enumerate(rows.tolist()):
             e = r.id[i]
             j2 = model.eq_obj2id[e]
             if j2 >= 0:
                 a2, v2, c = model.jnt_qposadr[j2], model.jnt_dofadr[j2], model.eq_data[e]
                 dif = q[a2] - model.qpos0[a2]
                 dJ[k, v2, v2] = -(2 * c[2] + 6 * c[3] * dif + 12 * c[4] * dif * dif)
-        return np.array(rows, np.intp), dJ, r.J[rows]
+        return rows, dJ, r.J[rows]
 
     def _segment_pairs(self, q: np.ndarray, poses: tuple | None) -> dict:
         """{c: _SegmentPair} of the contacts at q between two spheres or capsules whose nearest points are one pair
@@ -1621,7 +1621,7 @@ class _Constraints:
             return []
         out = []
         for c, (pair, first, types) in enumerate(zip(listed.geom, listed.row, listed.kinds)):
-            if first >= 0 and sorted(types) in ([geoms.CYLINDER, geoms.BOX], [geoms.CYLINDER, geoms.MESH]):
+            if first >= 0 and types in _CYLINDER_FACES:
                 side = types.index(geoms.CYLINDER)
                 out.append((c, pair[side], side, types[1 - side]))
         return out
@@ -1709,13 +1709,13 @@ class _Constraints:
             frames.append((body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)), xpos))
             radius.append(G.geom_size[geom, 0])
         (a0, d1), (b0, d2) = ends
-        arrays = (np.stack([J for J, _ in frames]), np.stack([o for _, o in frames]), a0, d1, b0, d2,
-                  np.array(radius, float), float(contacts.dist[c]))
+        jacobians, origins = np.stack([J for J, _ in frames]), np.stack([o for _, o in frames])
+        arrays = (jacobians, origins, a0, d1, b0, d2, np.array(radius, float), float(contacts.dist[c]))
         pair = native.segment_pair(*arrays) if COMPILED_PIECES and native.on else segment_pair(*arrays)
         if pair is None:
             return None
         room, speed, st, dD, L, v1 = pair
-        return _SegmentPair(room, speed, st, dD, (d1, d2), frames, radius, L, v1)
+        return _SegmentPair(room, speed, st, dD, (d1, d2), jacobians, origins, radius, L, v1)
 
     def _segment_contact(self, c: int, pair) -> tuple | None:
         """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules whose
@@ -1729,11 +1729,11 @@ class _Constraints:
         if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
                                 and dim in (1, 3) and r.R[first] > R_FLOOR):
             return None
-        common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
-        arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
-                  contacts.pos[c], float(contacts.dist[c]), contacts.friction[c], dim, pair.axes[0], pair.rates[0],
-                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, model.dof_turns,
-                  common.astype(np.float64))
+        b1, b2 = r.contact_body[c].tolist()
+        common = _body_dofs(model)[b1] & _body_dofs(model)[b2]         # the dofs moving both bodies (dof_chain's)
+        arrays = (pair.jacobians, pair.origins, contacts.frame[c], contacts.pos[c], float(contacts.dist[c]),
+                  contacts.friction[c], dim, pair.axes[0], pair.rates[0], pair.dD, float(pair.L),
+                  np.array(pair.radius, float), pair.v1, model.dof_turns, common.astype(np.float64))
         if COMPILED_PIECES and native.on:
             dJ, ddist = native.segment_contact_rows(*arrays)
         else:
@@ -1932,8 +1932,8 @@ class _Constraints:
         r = self.r
         if self.forces is None:
             self.forces = self.efc_force.copy()
-            quadratic = np.flatnonzero(self.state == constraint.QUADRATIC)
             if self.stiff:
+                quadratic = np.flatnonzero(self.state == constraint.QUADRATIC)
                 residual = self.M @ self.a - self.f - constraint.rows_transpose_times(r, self.forces)
                 self.forces[quadratic] += np.linalg.lstsq(r.J[quadratic].T, residual, rcond=None)[0]
         return self.forces.copy()
@@ -1952,6 +1952,9 @@ class _Constraints:
         return -np.einsum("krv,r->vk", dJ, f), df.T
 
 
+#: _cylinders_on_faces' geom type pairs: a cylinder and a box or a mesh, either way round
+_CYLINDER_FACES = frozenset({(geoms.CYLINDER, geoms.BOX), (geoms.BOX, geoms.CYLINDER), (geoms.CYLINDER, geoms.MESH),
+                             (geoms.MESH, geoms.CYLINDER)})
 #: compiled_terms' plane contacts where none is made in the compiled step: (at, count, bodies, their arrays), all empty
 _NO_PLANES = (0, 0, np.zeros(0), (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 5)),
                                   np.zeros(0), np.zeros(0), np.zeros((0, 3))))
@@ -2005,7 +2008,8 @@ class _SegmentPair(NamedTuple):
     rates: np.ndarray          # (2, nv) (ds, dt) along each tangent direction (zero where clamped)
     dD: np.ndarray             # (3, nv) d(c2 - c1)
     axes: tuple                # (d1, d2) (3,) each [m]
-    frames: list               # [(J (6, nv) at the body's origin, origin (3,))] of bodies 1 and 2 (_point_jacobian)
+    jacobians: np.ndarray      # (2, 6, nv) bodies 1's and 2's J at their origins (_point_jacobian)
+    origins: np.ndarray        # (2, 3) those origins
     radius: list               # [r1, r2] [m]
     L: float                   # |c2 - c1| [m]
     v1: np.ndarray             # (3, nv) body 1's point Jacobian at c1
@@ -2626,13 +2630,17 @@ class _Stepper:
     def __init__(self, model, h, inputs, euler_damping, act, name, constraints: bool = False):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
         self.act, self.name = act, name
-        self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
         self.constraints = _Constraints(model) if constraints else None
         if constraints and name == "discrete":         # the rows at the step's end, diagApprox in diag(M^) at each q
             self.constraints.discrete = (h, self._discrete_diagonal(inputs, euler_damping, act))
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
+
+    @functools.cached_property
+    def run(self) -> engine.DynamicsEvaluator:
+        """The step's evaluator (its workspace), made at first use (the compiled constrained step's front never reads it)."""
+        return engine.DynamicsEvaluator(self.model, self.h, self.x, self.euler_damping, act=self.act)
 
     @functools.cached_property
     def hard(self) -> "_HardForces":
@@ -3037,7 +3045,8 @@ def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping):
                                               if x is not None]
     if not (type(dt) is float and 0.0 < dt < np.inf and type(euler_damping) is bool and (acts is not None or ctrl is None)
             and all(type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (size,) and size > 0
-                    and x.flags.c_contiguous and np.isfinite(x).all() for x, size in plain)):
+                    and x.flags.c_contiguous for x, size in plain)
+            and np.isfinite(np.concatenate([x for x, _ in plain])).all()):          # finite: all in one test
         return None
     return (np.zeros(nu) if acts is not None and ctrl is None else ctrl), qfrc_applied
 

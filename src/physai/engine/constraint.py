@@ -797,7 +797,7 @@ def kernel_rows(contacts, sizes, J, values, ints, row, mu) -> list:
     states' rows concatenated) and the contacts the kernel was given (contact_arrays' list or None)."""
     pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref = values[:12]
     type_, id_ = ints[:2]
-    ends, contact_ends = np.cumsum(sizes[:, 0]).tolist(), np.cumsum(sizes[:, 4]).tolist()
+    ends, contact_ends = sizes[:, 0].cumsum().tolist(), sizes[:, 4].cumsum().tolist()
     out, a, ca = [], 0, 0
     for k, (ne, nf, nl, nc) in enumerate(sizes[:, 1:].tolist()):
         b, cb = ends[k], contact_ends[k]

@@ -1041,7 +1041,7 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
         return (*found, *capped)
     ncone, (first, dim), hessians = out[7:]
     states, cones, at = state_forces(sizes, ints[2]), [], 0
-    ends = np.cumsum(ncone).tolist()
+    ends = ncone.cumsum().tolist()
     for a, b in zip([0] + ends[:-1], ends):                    # each state's cones, their Hessians dim x dim each
         cones.append({})
         for f, n in zip(first[a:b].tolist(), dim[a:b].tolist()):
