@@ -1559,6 +1559,8 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     T.limited_margin = static_cast<const double *>(array_view(t, "limited_margin", NPY_DOUBLE, {T.nlimited}));
     T.contact_dofs = static_cast<const int64_t *>(array_view(t, "contact_dofs", NPY_INT64, {T.ncontact_dofs}));
     T.turns = static_cast<const double *>(array_view(t, "turns", NPY_DOUBLE, {nv, nv}));
+    T.geom_axes = static_cast<const double *>(array_view(t, "geom_axes", NPY_DOUBLE, {m.ngeom, 3}));
+    T.body_dofs = static_cast<const double *>(array_view(t, "body_dofs", NPY_DOUBLE, {nbody + 1, nv}));
     T.weights = static_cast<const double *>(array_view(t, "weights", NPY_DOUBLE, {4}));
     T.r_floor = t.number("r_floor"), T.stiff_rows = t.number("stiff_rows"), T.row_step = still.row_step;
     double tolerance = t.number("tolerance");
@@ -1609,11 +1611,24 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     Call pose = nm.calls[BODY_POSES];                                   // the bodies' xpos, xmat at q (body_poses)
     pose.in[0] = call.q, pose.out[0] = poses.data(), pose.out[1] = poses.data() + 3 * nbody;
     run_states<nb::gil_scoped_release>(nm.work, m, pose, 1, failures, stop, signal_pending);
+    std::vector<double> jac;                                            // the pairs' bodies' Jacobians (body_jacobian)
+    for (int64_t k = 0; k < contacts.n; k++) {
+        if (!segment_geom(m.geom_type[geom[size_t(2 * k)]]) || !segment_geom(m.geom_type[geom[size_t(2 * k + 1)]])) continue;
+        if (jac.empty()) jac.assign(static_cast<size_t>(6 * nv * nbody), 0.0);
+        for (int64_t body : {contacts.body1(k), contacts.body2(k)}) {
+            if (body < 0 || m.body_linkid[body] < 0) continue;          // the world, or welded to it: zeros
+            Call J = nm.calls[JACOBIAN];
+            J.in[0] = call.q, J.link = m.body_linkid[body], J.point = m.body_pos + 3 * body;
+            J.out[0] = &jac[static_cast<size_t>(6 * nv * body)];
+            run_states<nb::gil_scoped_release>(nm.work, m, J, 1, failures, stop, signal_pending);
+        }
+    }
     const RowsOut &r = *run.outs[0];
     OneCallTerms kept_terms;
     ConstrainedTerms terms;
     terms.a_c = qacc.data(), terms.qfrc = qfrc_c.data();
-    int status = one_call_terms(m, T, r, contacts, geom.data(), call.q.data, poses.data(), M.data(), kept_terms, terms);
+    int status = one_call_terms(m, T, r, contacts, geom.data(), call.q.data, poses.data(), poses.data() + 3 * nbody,
+                                jac.data(), M.data(), kept_terms, terms);
     if (status != ONE_CALL_TAKEN) return result(status);
     StillState S;                                                       // every contact dof: proven, or detected and held
     S.xpos = poses.data(), S.xmat = poses.data() + 3 * nbody, S.nc = contacts.n;

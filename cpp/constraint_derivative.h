@@ -837,6 +837,8 @@ struct OneCallTables {
     int64_t ncontact_dofs = 0;
     const int64_t *contact_dofs = nullptr;         // collision.contact_dofs' dofs, in order
     const double *turns = nullptr;                 // (nv, nv) Model.dof_turns
+    const double *geom_axes = nullptr;             // (ngeom, 3) each geom's z axis in its body (_geom_axes)
+    const double *body_dofs = nullptr;             // (nbody + 1, nv) 1 on the dofs moving each body (_body_dofs)
     double r_floor = 0.0, stiff_rows = 0.0, row_step = 0.0;   // R_FLOOR, STIFF_ROWS, ROW_STEP
     const double *weights = nullptr;               // (4,) _FD_POINT_WEIGHTS
 };
@@ -852,7 +854,75 @@ struct OneCallTerms {
     std::vector<int64_t> rows, plane_body, plane_dim;
     std::vector<double> dJ, dpos, daref, plane_origin, plane_frame, plane_pos, plane_dist, plane_friction, plane_radius,
         plane_axis;
+    std::vector<int64_t> pairs;                    // the sphere and capsule pairs' contacts, in order
+    std::vector<double> pair_J, pair_dJ, pair_ddist, room, speed, st, dD, v1, common;   // one pair's
 };
+
+// a geom's z axis in the world (_geom_axis): its body's xmat (world: the identity) times its own in the body
+inline void world_axis(const OneCallTables &T, const double *xmat, int64_t body, int64_t g, double *out) {
+    const double *a = T.geom_axes + 3 * g;
+    for (int i = 0; i < 3; i++)
+        out[i] = body < 0 ? a[i] : xmat[9 * body + 3 * i] * a[0] + xmat[9 * body + 3 * i + 1] * a[1] + xmat[9 * body + 3 * i + 2] * a[2];
+}
+
+// a contact's kind of geom: a sphere or a capsule (a segment, _segment_pairs')
+inline bool segment_geom(int64_t kind) { return kind == GEOM_SPHERE || kind == GEOM_CAPSULE; }
+
+// _segment_pairs, _refuse_frame_switches and _segment_contact of contact k between two spheres or capsules (geoms g,
+// bodies b: -1 the world) with its rows from first: its rows appended to out.rows, their dJ and dpos to out.pair_dJ,
+// out.pair_ddist (one ddist a contact); jac (nbody, 6, nv) the bodies' Jacobians at their origins (body_jacobian's)
+inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &r, const Contacts &c, int64_t k,
+                         const int64_t *g, const int64_t *b, int64_t first, const double *xpos, const double *xmat,
+                         const double *jac, OneCallTerms &out) {
+    const int64_t nv = m.nv, dim = c.dim(k);
+    out.pair_J.assign(size_t(12 * nv), 0.0);
+    double origin[6] = {0, 0, 0, 0, 0, 0}, ends[2][3], axes[2][3], radius[2];
+    for (int side = 0; side < 2; side++) {                              // each geom's segment a0 + s d (_segment_pair)
+        int64_t body = b[side], geom = g[side];
+        double axis[3], centre[3], half = m.geom_type[geom] == GEOM_CAPSULE ? m.geom_size[3 * geom + 1] : 0.0;
+        world_axis(T, xmat, body, geom, axis);
+        const double *p = m.geom_pos + 3 * geom;
+        for (int i = 0; i < 3; i++) {
+            centre[i] = body < 0 ? p[i] : xpos[3 * body + i] + (xmat[9 * body + 3 * i] * p[0] + xmat[9 * body + 3 * i + 1] * p[1] +
+                                                               xmat[9 * body + 3 * i + 2] * p[2]);
+            ends[side][i] = centre[i] - axis[i] * half, axes[side][i] = 2 * (axis[i] * half);
+            origin[3 * side + i] = body < 0 ? 0.0 : xpos[3 * body + i];
+        }
+        if (body >= 0) std::copy_n(jac + 6 * nv * body, 6 * nv, &out.pair_J[size_t(6 * nv * side)]);
+        radius[side] = m.geom_size[3 * geom];
+    }
+    out.room.resize(2), out.speed.resize(2), out.st.resize(size_t(2 * nv)), out.dD.resize(size_t(3 * nv));
+    out.v1.resize(size_t(3 * nv));
+    double L = 0.0;
+    if (!segment_pair(nv, out.pair_J.data(), origin, ends[0], axes[0], ends[1], axes[1], radius, c.dist(k), out.room.data(),
+                      out.speed.data(), out.st.data(), out.dD.data(), L, out.v1.data()))
+        return ONE_CALL_CONTACT;                                        // parallel, or not its nearest points: differenced
+    for (int w = 0; w < 2; w++)
+        if (out.room[size_t(w)] < 2 * T.row_step * out.speed[size_t(w)]) return ONE_CALL_CONTACT;   // near a segment's end
+    const double *n = c.frame(k);
+    if (dim > 1) {                                                      // make_frame's default tangent switching
+        double rate = 0.0;
+        for (int64_t j = 0; j < nv; j++) {
+            double along = n[0] * out.dD[size_t(j)] + n[1] * out.dD[size_t(nv + j)] + n[2] * out.dD[size_t(2 * nv + j)];
+            rate = std::max(rate, std::fabs((out.dD[size_t(nv + j)] - n[1] * along) / L));
+        }
+        if (std::fabs(std::fabs(n[1]) - 0.5) < 2 * T.row_step * rate) return ONE_CALL_CONTACT;
+    }
+    if ((r.type[first] != CONTACT_FRICTIONLESS && r.type[first] != CONTACT_PYRAMIDAL) || (dim != 1 && dim != 3) ||
+        !(r.R[first] > T.r_floor))
+        return ONE_CALL_CONTACT;
+    out.common.resize(size_t(nv));
+    const double *c1 = T.body_dofs + nv * (b[0] < 0 ? m.nbody : b[0]), *c2 = T.body_dofs + nv * (b[1] < 0 ? m.nbody : b[1]);
+    for (int64_t j = 0; j < nv; j++) out.common[size_t(j)] = c1[j] != 0 && c2[j] != 0 ? 1.0 : 0.0;
+    const int64_t rows = pyramid_rows(dim);
+    size_t at = out.pair_dJ.size(), at_d = out.pair_ddist.size();
+    out.pair_dJ.resize(at + size_t(rows * nv * nv)), out.pair_ddist.resize(at_d + size_t(nv));
+    segment_contact_rows(nv, out.pair_J.data(), origin, n, c.pos(k), c.dist(k), c.friction(k), dim, axes[0],
+                         out.st.data(), out.dD.data(), L, radius, out.v1.data(), T.turns, out.common.data(),
+                         &out.pair_dJ[at], &out.pair_ddist[at_d]);
+    for (int64_t i = first; i < first + rows; i++) out.rows.push_back(i);
+    return ONE_CALL_TAKEN;
+}
 
 // _Constraints.terms and compiled_terms of one solve (its rows r, contacts c with geom pairs geom (nc, 2), q, the
 // bodies' xpos (nbody, 3) at q, M (nv, nv)) where every row's q-derivative is analytic and no dof moves one: a dof's
@@ -862,7 +932,8 @@ struct OneCallTerms {
 // tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs), not stiff (STIFF_ROWS);
 // daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the state whole)
 inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut &r, const Contacts &c, const int64_t *geom,
-                          const double *q, const double *xpos, const double *M, OneCallTerms &out, ConstrainedTerms &t) {
+                          const double *q, const double *xpos, const double *xmat, const double *jac, const double *M,
+                          OneCallTerms &out, ConstrainedTerms &t) {
     const int64_t nv = m.nv, nefc = r.sizes[0], ne = r.sizes[1];
     if (ne) return ONE_CALL_ROW;                                        // equalities: _joint_equality_rows, _anchor_rows
     out.rows.clear();
@@ -884,15 +955,31 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
     }
     out.plane_body.clear(), out.plane_dim.clear(), out.plane_origin.clear(), out.plane_frame.clear();
     out.plane_pos.clear(), out.plane_dist.clear(), out.plane_friction.clear(), out.plane_radius.clear();
-    for (int64_t k = 0; k < c.n; k++) {                                 // each contact a plane's (_plane_arrays)
+    out.plane_axis.clear(), out.pairs.clear();
+    for (int64_t k = 0; k < c.n; k++) {                                 // each contact a plane's (_plane_arrays) or a pair's
         int64_t g1 = geom[2 * k], g2 = geom[2 * k + 1], b1 = c.body1(k), b2 = c.body2(k), dim = c.dim(k);
         int64_t first = r.contact_row[k];
-        if (g1 < 0 || g2 < 0 || first < 0 || m.geom_type[g1] != GEOM_PLANE || b2 < 0 || (b1 >= 0 && !T.static_body[b1]))
-            return ONE_CALL_CONTACT;
-        int64_t kind = m.geom_type[g2];
-        if ((kind != GEOM_SPHERE && kind != GEOM_BOX) || (dim != 1 && dim != 3) || !(r.R[first] > T.r_floor))
-            return ONE_CALL_CONTACT;
+        if (g1 < 0 || g2 < 0 || first < 0) return ONE_CALL_CONTACT;
         if (c.solimp(k)[4] <= 1) return ONE_CALL_KINK;                  // _refuse_impedance_kinks' power 1
+        int64_t kind = m.geom_type[g2];
+        if (segment_geom(m.geom_type[g1]) && segment_geom(kind)) {       // after the planes' rows (_analytic_rows)
+            out.pairs.push_back(k);
+            continue;
+        }
+        if (m.geom_type[g1] != GEOM_PLANE || b2 < 0 || (b1 >= 0 && !T.static_body[b1])) return ONE_CALL_CONTACT;
+        if ((kind != GEOM_SPHERE && kind != GEOM_BOX && kind != GEOM_CAPSULE) || (dim != 1 && dim != 3) ||
+            !(r.R[first] > T.r_floor))
+            return ONE_CALL_CONTACT;
+        double axis[3] = {0, 0, 0};
+        if (kind == GEOM_CAPSULE) {                                     // its axis: not upright (_analytic_plane_indices,
+            world_axis(T, xmat, b2, g2, axis);                          // _refuse_upright_capsules)
+            const double *n = c.frame(k);
+            double along = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2], y[3];
+            for (int i = 0; i < 3; i++) y[i] = axis[i] - n[i] * along;
+            if (1 - along * along < 1e-12 || (dim > 1 && std::sqrt(dot3(y, y)) < 4 * T.row_step)) return ONE_CALL_CONTACT;
+            if (dim == 1) axis[0] = axis[1] = axis[2] = 0.0;
+        }
+        out.plane_axis.insert(out.plane_axis.end(), axis, axis + 3);
         out.plane_body.push_back(b2), out.plane_dim.push_back(dim);
         out.plane_origin.insert(out.plane_origin.end(), xpos + 3 * b2, xpos + 3 * b2 + 3);
         out.plane_frame.insert(out.plane_frame.end(), c.frame(k), c.frame(k) + 9);
@@ -902,16 +989,28 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
         out.plane_radius.push_back(kind == GEOM_BOX ? 0.0 : m.geom_size[3 * g2]);
         for (int64_t i = first; i < first + pyramid_rows(dim); i++) out.rows.push_back(i);
     }
-    const int64_t nplane = int64_t(out.plane_body.size());
-    out.plane_axis.assign(size_t(3 * nplane), 0.0);                     // a sphere's or a box's: none
+    const int64_t nplane = int64_t(out.plane_body.size()), plane_end = int64_t(out.rows.size());
+    out.pair_dJ.clear(), out.pair_ddist.clear();
+    for (int64_t k : out.pairs) {                                       // the pairs' rows after the planes'
+        int64_t g[2] = {geom[2 * k], geom[2 * k + 1]}, b[2] = {c.body1(k), c.body2(k)};
+        int status = segment_terms(m, T, r, c, k, g, b, r.contact_row[k], xpos, xmat, jac, out);
+        if (status != ONE_CALL_TAKEN) return status;
+    }
     double diag = 0.0, stiffest = -STILL_INF;                           // stiff: a quadratic row's D against M's diagonal
     for (int64_t i = 0; i < nv; i++) diag = std::max(diag, std::fabs(M[i * nv + i]));
     for (int64_t i = 0; i < nefc; i++)
         if (r.state[i] == QUADRATIC) stiffest = std::max(stiffest, r.D[i]);
     if (stiffest > T.stiff_rows * diag) return ONE_CALL_STIFF;
-    out.dJ.assign(size_t(nlimit * nv * nv), 0.0), out.dpos.resize(size_t(nlimit * nv));
+    const int64_t npair_rows = int64_t(out.rows.size()) - plane_end;     // dJ, dpos: the limits' then the pairs' rows
+    out.dJ.assign(size_t((nlimit + npair_rows) * nv * nv), 0.0), out.dpos.resize(size_t((nlimit + npair_rows) * nv));
     for (int64_t k = 0; k < nlimit; k++)
         std::copy_n(&r.J[size_t(out.rows[size_t(k)] * nv)], nv, &out.dpos[size_t(k * nv)]);
+    std::copy(out.pair_dJ.begin(), out.pair_dJ.end(), out.dJ.begin() + nlimit * nv * nv);
+    for (int64_t at = 0, k = 0; k < int64_t(out.pairs.size()); k++) {  // each pair's ddist on each of its rows
+        int64_t rows = pyramid_rows(c.dim(out.pairs[size_t(k)]));
+        for (int64_t i = 0; i < rows; i++, at++)
+            std::copy_n(&out.pair_ddist[size_t(k * nv)], nv, &out.dpos[size_t((nlimit + at) * nv)]);
+    }
     out.daref.resize(size_t(nefc * nv));                                // -B J (_aref_velocity_derivative)
     for (int64_t i = 0; i < nefc; i++)
         for (int64_t j = 0; j < nv; j++) out.daref[size_t(i * nv + j)] = -r.B[i] * r.J[size_t(i * nv + j)];
@@ -923,7 +1022,7 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
     t.cone_first = r.cone_first.data(), t.cone_dim = r.cone_dim.data(), t.cone_H = r.cone_H.data();
     t.dJ = out.dJ.data(), t.dpos = out.dpos.data(), t.Jpts = nullptr, t.fpts = nullptr, t.weights = T.weights;
     t.daref = out.daref.data();
-    t.nplane = nplane, t.plane_at = nlimit, t.plane_rows = t.nrows - nlimit;
+    t.nplane = nplane, t.plane_at = nlimit, t.plane_rows = plane_end - nlimit;
     t.plane_body = out.plane_body.data(), t.plane_dim = out.plane_dim.data(), t.plane_origin = out.plane_origin.data();
     t.plane_frame = out.plane_frame.data(), t.plane_pos = out.plane_pos.data(), t.plane_dist = out.plane_dist.data();
     t.plane_friction = out.plane_friction.data(), t.plane_radius = out.plane_radius.data();

@@ -3120,11 +3120,12 @@ def one_call_scene(seed: int, count: int) -> list:
 
 def test_the_one_call_gives_the_calls_outcome(monkeypatch):
     """derivatives._one_call (native.CONSTRAINED_STEP: the contacts, the solve, the rows' terms, the still check and the
-    step in one compiled call) against the calls of _compiled_constrained (ONE_CALL False) on the G1 standing, two arms
-    touching on a free ball (a self-contact: left to the calls) and one_call_scene's states (contacts resting or
-    lifted, a limit away from or 1e-7 from its switch, a box a few ROW_STEP above the floor): the same A and B within
-    1e-13 of the largest entry (the same arithmetic), or the same refusal; some states taken, some left (each
-    decline's code: a contact kind, a limit near its switch, a contact appearing along a still dof)."""
+    step in one compiled call) against the calls of _compiled_constrained (ONE_CALL False) on one_call_scene's states
+    (contacts resting or lifted, a limit away from or 1e-7 from its switch, a box a few ROW_STEP above the floor), the
+    G1 standing, two arms' spheres touching on a free ball, proving_scene's capsules on the floor and across each other
+    (one near a switch) and proven_piles' meshes, cylinders and ellipsoids: the same A and B within 1e-13 of the
+    largest entry (the same arithmetic but a geom axis's product, 1e-16 apart), or the same refusal; some states taken,
+    some left (each decline's code: a contact kind, a limit near its switch, a contact appearing along a still dof)."""
     calls, step = [], native.CONSTRAINED_STEP
 
     def spy(*args):
@@ -3132,8 +3133,10 @@ def test_the_one_call_gives_the_calls_outcome(monkeypatch):
         calls.append(int(out[2]))
         return out
     monkeypatch.setattr(native, "CONSTRAINED_STEP", spy)
-    states = one_call_scene(5, 12)
-    states += [g1_standing()[2], arms_touching()[2]]
+    states = one_call_scene(5, 12) + [g1_standing()[2], arms_touching()[2]]
+    states += [(*proving_scene(**{"sphere": 1e-3, "capsule": -1e-3, "arm": 1e-3, where: gap}), None)
+               for where, gap in [("sphere", 2e-3), ("capsule", -1.5e-6), ("arm", 5e-7)]]
+    states += [(*state, None) for state in proven_piles(11, 4)]
     taken = 0
     for model, q, qd, ctrl in states:
         outcomes = []
@@ -3148,5 +3151,5 @@ def test_the_one_call_gives_the_calls_outcome(monkeypatch):
             continue
         taken += 1
         for x, y in zip(*outcomes):
-            assert np.abs(x - y).max() <= 1e-13 * np.abs(y).max()
+            assert np.abs(x - y).max(initial=0.0) <= 1e-13 * np.abs(y).max(initial=0.0)
     assert taken > 0 and 0 in calls and {2, 4, 7} <= set(calls)

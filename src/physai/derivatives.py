@@ -385,7 +385,7 @@ def _one_call_tables(model: Model) -> dict | None:
     dofs = np.flatnonzero(collision.contact_dofs(model)) if collision.has_contacts(model) else np.zeros(0, np.intp)
     ints = dict(static_body=model.body_linkid < 0, limited_adr=adr, limited_ball=ball, contact_dofs=dofs)
     floats = dict(limited_low=low, limited_high=high, limited_margin=margin, turns=model.dof_turns,
-                  weights=_FD_POINT_WEIGHTS)
+                  weights=_FD_POINT_WEIGHTS, geom_axes=_geom_axes(model), body_dofs=_body_dofs(model))
     return {"still": _still_kernel_tables(model), "nlimited": len(joints_limited), "ncontact_dofs": len(dofs),
             "r_floor": R_FLOOR, "stiff_rows": STIFF_ROWS, "tolerance": float(opt.tolerance),
             "iterations": int(opt.iterations),
