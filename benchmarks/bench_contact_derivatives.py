@@ -9,12 +9,14 @@ mjd_transitionFD, one state per call, in one run.
 States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_control's humanoid after 100 steps of
 mj_step from its start state (task_models.start), and the Panda in its scene (its fingers' joint equality, 20 steps
 from its home keyframe with the fingers at 0.03 m), each with its own integrator, the solver at tolerance 1e-15.
-Timed: physai's call (the smooth forces and the solve at the state in one compiled call; the rows' q-derivatives
-analytic for plane-sphere/capsule/box contacts, sphere/capsule pairs and hinge limits, the other rows rebuilt at 4
-points along each dof that moves one of them, their contacts and rows each in one compiled call; along the other dofs,
-those the proof does not clear detected at +-2e-6 for a contact appearing, proof and detection in one compiled
-call), MuJoCo's mjd_transitionFD with forward differences (eps 1e-6) and centred ones; ratio = physai / MuJoCo's
-(below 1: physai is faster; issue U's target is 0.1 against the forward differences). Also printed: the largest
+Timed: physai's call (where every row's q-derivative is analytic -- plane-sphere/capsule/box contacts,
+sphere/capsule pairs, hinge limits, friction loss: the G1's and the humanoid's states -- the whole state in one compiled
+call, derivatives._one_call; elsewhere, as for the Panda's joint equality, the smooth forces and the solve in one
+compiled call, the other rows rebuilt at 4 points along each dof that moves one of them, their contacts and rows each
+in one compiled call, the step in another; along the other dofs, those the proof does not clear detected at +-2e-6 for
+a contact appearing, proof and detection in one compiled call), MuJoCo's mjd_transitionFD with forward differences
+(eps 1e-6) and centred ones; ratio = physai / MuJoCo's (below 1: physai is faster; issue U's target is 0.1 against the
+forward differences). Also printed: the largest
 difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest
 entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs. Last column: physai
 and the forward differences timed back to back in each of 205 short rounds (bench_dynamics.paired_times: a short round
@@ -130,6 +132,7 @@ def detection(name: str, make) -> str:
         return held(self, Q, dofs)
 
     prove, compiled = derivatives._Constraints._proven_still, derivatives._Constraints._checks_compiled
+    one, derivatives.ONE_CALL = derivatives.ONE_CALL, False            # the calls, not the one call
     derivatives._Constraints._moved_contacts = record
     derivatives._Constraints._checks_compiled = lambda self: False     # the NumPy text's seams: _moved_contacts called
     try:                                           # the points detected with the proof, then every checked one
@@ -138,7 +141,7 @@ def detection(name: str, make) -> str:
         derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
     finally:
         derivatives._Constraints._moved_contacts, derivatives._Constraints._proven_still = held, prove
-        derivatives._Constraints._checks_compiled = compiled
+        derivatives._Constraints._checks_compiled, derivatives.ONE_CALL = compiled, one
     detected = len(seen[0][0]) if len(seen) == 2 else 0
     (Q, along, subset) = seen[-1]
     calls = [(np.ones_like(subset), None), (subset, None), (np.zeros_like(subset), None), (subset, along),

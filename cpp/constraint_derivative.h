@@ -15,8 +15,9 @@
 //                          (_Constraints._proven_still; with still_rooms (_rooms), separation (_separation),
 //                          touching_rooms (_touching_rooms), still_segment_distance (derivatives._segment_distance))
 //     one_call_terms       _Constraints.terms and compiled_terms of a solve whose every row is analytic (planes on
-//                          the world against spheres and boxes, hinge and slide limits, dofs' friction loss) and no
-//                          dof moves one, for the constrained step in one compiled call (derivatives._one_call)
+//                          the world against spheres, capsules and boxes, sphere and capsule pairs, hinge and slide
+//                          limits, dofs' friction loss) and no dof moves one, for the constrained step in one compiled
+//                          call (derivatives._one_call; with segment_terms)
 //
 // Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts (proven_still: the
 // per-model tables of derivatives._still_tables, StillTables, and the poses and contacts at q, StillState). Included
@@ -925,12 +926,14 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
 }
 
 // _Constraints.terms and compiled_terms of one solve (its rows r, contacts c with geom pairs geom (nc, 2), q, the
-// bodies' xpos (nbody, 3) at q, M (nv, nv)) where every row's q-derivative is analytic and no dof moves one: a dof's
-// friction loss (none), a hinge's or slide's limit (dJ 0, dpos its J) and a plane on a body no dof moves against a
-// sphere or a box, dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's
-// plane_contacts), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's, _power_one: the caller's
-// tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs), not stiff (STIFF_ROWS);
-// daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the state whole)
+// bodies' xpos (nbody, 3) and xmat (nbody, 9) at q, jac (nbody, 6, nv) the pairs' bodies' Jacobians, M (nv, nv)) where
+// every row's q-derivative is analytic and no dof moves one: a dof's friction loss (none), a hinge's or slide's limit
+// (dJ 0, dpos its J), a plane on a body no dof moves against a sphere, a box or a capsule not within 4 ROW_STEP of
+// upright, dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's plane_contacts),
+// two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
+// _power_one: the caller's tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs),
+// not stiff (STIFF_ROWS); daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the
+// state whole and names what it refuses)
 inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut &r, const Contacts &c, const int64_t *geom,
                           const double *q, const double *xpos, const double *xmat, const double *jac, const double *M,
                           OneCallTerms &out, ConstrainedTerms &t) {

@@ -1460,6 +1460,7 @@ def test_the_compiled_still_check_gives_the_texts_outcome(monkeypatch):
     others to the text (a contact appearing or leaving along a dof)."""
     calls, check, prove = [], derivatives._Constraints._checked_still, native.PROVEN_STILL
     statuses = []
+    monkeypatch.setattr(derivatives, "ONE_CALL", False)                 # _checked_still's calls, not the one call's
 
     def spy(self, still, poses, q):
         out = check(self, still, poses, q)

@@ -2871,7 +2871,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             compiled step models (numpy_only) the smooth forces and the solve are one compiled call (solve's front), the
             still dofs' proof and detection another (_checked_still), and everything after the rows' derivatives one
             more, per state (_compiled_constrained); the refusals, the rows' differences and rk4's stages run on the NumPy text, the
-            discrete step's rows and solve NumPy's, as its engine's.
+            discrete step's rows and solve NumPy's, as its engine's. Where every row is analytic and no dof moves one
+            (planes against spheres, capsules and boxes, sphere and capsule pairs, hinge and slide limits, friction
+            loss; away from the refusals' switches; margins False) the whole state is one compiled call (_one_call).
         margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
             RK4's stages): where they are small the linearisation holds only that close.
 
@@ -3020,10 +3022,11 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
 def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple | None:
     """_compiled_constrained's (A, B) in one compiled call (native.CONSTRAINED_STEP: the contacts, the smooth forces and
     the solve, terms() and compiled_terms() where every row's q-derivative is analytic and no dof moves one -- planes on
-    bodies no dof moves against spheres and boxes, dim 1 or 3 on the pyramid; hinge and slide limits away from their
-    switch; dofs' friction loss -- every contact dof proven still or detected and held, then the step); None where the
-    model (_one_call_tables) or the state is outside that (the calls of _compiled_constrained then, the NumPy text's
-    seams, name what is wrong)."""
+    bodies no dof moves against spheres, boxes and capsules (not near upright), sphere and capsule pairs, dim 1 or 3 on
+    the pyramid; hinge and slide limits away from their switch; dofs' friction loss -- every contact dof proven still
+    or detected and held, then the step); None where the model (_one_call_tables) or the state is outside that, or
+    near one of terms()' refusals (the calls of _compiled_constrained then, the NumPy text's seams, name what is
+    wrong). The same arithmetic as those calls but a geom axis's product (xmat times its axis in the body: 1e-16)."""
     tables = _one_call_tables(model)
     if tables is None:
         return None
