@@ -223,6 +223,25 @@ class Fields {
     std::vector<PyObject *> read_;                                      // the names read, interned (key)
 };
 
+// the workspaces of one state's constrained step in one call (one_call_state): the detection's, the solve's and its
+// rows, the kinematics', the step's, and the arrays between them; the calling thread's kept on the compiled model, a
+// batch's threads' their own
+struct OneCallWork {
+    CollisionPtr collision;
+    DetectOut detected;
+    ConstraintPtr constraint;
+    RowsOut rows;
+    WorkspacePtr kinematics;
+    StepDerivativePtr step;
+    int64_t nu = 0;
+    OneCallTerms terms;
+    std::vector<double> floats, qacc, qfrc, f, M, poses, jac;
+    std::vector<int64_t> ints, geom;
+    OneCallWork(const Model &m, const Actuators &act)
+        : collision(scalar::make_collision_work(m)), constraint(scalar::constraint_kernels.create(m)),
+          kinematics(workspace(scalar::kernels, m)), step(scalar::step_derivative_kernels.create(m, act)), nu(act.nu) {}
+};
+
 // the bound Model (_native.Model): the arrays, the const Model the kernels read, each operation's layout, and the
 // workspaces its calls keep (cpp/workspace.h)
 struct CompiledModel {
@@ -230,6 +249,9 @@ struct CompiledModel {
     Model model;
     Call calls[NOPS];                                                   // each operation's layout for this model
     Workspaces work;
+    std::unique_ptr<OneCallWork> one_call;                       // CONSTRAINED_STEP's, one state (the GIL held),
+    std::mutex one_call_lock;                                           // and a batch's threads' (one call at a time:
+    std::vector<std::unique_ptr<OneCallWork>> one_call_threads;         // another makes its own)
     // (source, compiled copy) of the last actuators compiled for this model (physai.engine.native.compiled_actuators)
     nb::object actuators = nb::none();
     // (options, fields) of the last one-step rollout options made for this model (physai.engine.native.step_fields)
@@ -1367,7 +1389,8 @@ const void *array_view(Fields &f, const char *name, int type, std::initializer_l
     return PyArray_DATA(a);
 }
 
-// PROVEN_STILL's check (derivatives._Constraints._checked_still): each dof of `dofs` detected at q0 moved by -2 and +2
+// PROVEN_STILL's check (derivatives._Constraints._checked_still), on a collision workspace and output of the caller's:
+// each dof of `dofs` detected at q0 moved by -2 and +2
 // ROW_STEP along it (integrate_pos, as _Constraints._points), posing only the bodies it moves and colliding the pairs
 // it may change (_detect_subset's: those it moves one geom of, and those in contact at q0 it moves either geom of), then
 // held to q0's contacts S as _moved_contacts and _one_side hold them: at each point as many contacts as q0's the dof
@@ -1375,9 +1398,8 @@ const void *array_view(Fields &f, const char *name, int type, std::initializer_l
 // 0 where all hold; 1 where one does not, or a contact of q0 has no geom pair (the caller's NumPy text then finds which
 // and names it). The left-out pairs that may touch at a point (indices into the model's missing pairs, sorted, once)
 // into near
-int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, const double *q0,
-                const std::vector<int64_t> &dofs, std::vector<int64_t> &near) {
-    const Model &m = nm.model;
+int still_check(const Model &m, CollisionWorkspace &work, DetectOut &out, const StillTables &T, const StillState &S,
+                const double *q0, const std::vector<int64_t> &dofs, std::vector<int64_t> &near) {
     const int64_t P = T.npair, nv = m.nv, nq = m.nq, npts = 2 * int64_t(dofs.size());
     if (dofs.empty()) return 0;
     for (int64_t c = 0; c < 2 * S.nc; c++)
@@ -1398,9 +1420,8 @@ int still_check(CompiledModel &nm, const StillTables &T, const StillState &S, co
             subset[size_t(i * P + p)] = uint8_t((a ^ b) | ((a | b) & touching[size_t(p)]));
         }
     }
-    KeptDetection kept(nm, npts);
-    detect_chunks(m, kept, Input{Q.data(), nq}, subset.data(), npts, q0, along.data());
-    const DetectOut &out = *kept.out;
+    out.clear();
+    scalar::detect_states(m, work, Input{Q.data(), nq}, subset.data(), 0, npts, out, q0, along.data());
     near.assign(out.near.begin(), out.near.end());
     std::sort(near.begin(), near.end()), near.erase(std::unique(near.begin(), near.end()), near.end());
     auto from_y = [](const double *floats) { return std::fabs(floats[4]) < 0.5; };   // tangent_from_y of its normal
@@ -1517,18 +1538,102 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     for (int64_t s = 0; s < k; s++)
         if (!static_cast<uint8_t *>(out)[s]) left.push_back(still[s]);
     std::vector<int64_t> near;
-    int status = still_check(nm, T, S, q0, left, near);
+    KeptDetection kept(nm, 2 * int64_t(left.size()));
+    int status = still_check(m, *kept.work, *kept.out, T, S, q0, left, near);
     return nb::make_tuple(r, status, vector_array(near, 0));
 }
 
-// CONSTRAINED_STEP: step_derivatives(constraints=True) of one state of euler, implicit or implicitfast in one call where
-// one_call_terms takes its solve (derivatives._one_call, the compiled twin of _Stepper.constrained_terms there): the
-// contacts at q (collision.h's detect), the smooth forces and the solve (constrain's forward with its front), the
-// bodies' poses (BODY_POSES), the rows' terms (one_call_terms), every contact dof proven still or detected at its points
-// and held (proven_still, still_check), then step_derivatives' kernel. q (nq,), qd (nv,); options: step_derivatives'
-// (ctrl (1, nu), qfrc_applied (1, nv) or None); tables: derivatives._one_call_tables' dict (still: the still tables;
-// OneCallTables' arrays and numbers; tolerance, iterations: the solver's). (A (2 nv, 2 nv), B (2 nv, nu), status): 0, or
-// why the state is left to the NumPy text (OneCallDecline; A and B then undefined), which names what is wrong
+// what one_call_state reads besides the state: the model's tables, the solver's settings, the kernels' layouts
+struct OneCallSetup {
+    const Actuators *act = nullptr;
+    OneCallTables tables;
+    StillTables still;
+    StepOptions opt;
+    double tolerance = 0.0;
+    int64_t iterations = 0;
+    Call pose, jacobian;                                                // BODY_POSES' and JACOBIAN's layouts
+};
+
+// one state's constrained step in one call (CONSTRAINED_STEP's): the contacts at q (collision.h's detect), the smooth
+// forces and the solve (the constraint kernel's forward with its front), the bodies' poses (BODY_POSES), the pairs'
+// bodies' Jacobians (JACOBIAN), the rows' terms (one_call_terms), every contact dof proven still or detected at its
+// points and held (proven_still, still_check), then the step kernel into A (2 nv, 2 nv), B (2 nv, nu). 0, or why the
+// state is left to the NumPy text (OneCallDecline; A and B then undefined). No Python: a batch's threads run it
+int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const double *q, const double *qd,
+                   const double *ctrl, const double *applied, double *A, double *B) {
+    const int64_t nv = m.nv, nbody = m.nbody;
+    const OneCallTables &T = u.tables;
+    w.detected.clear();                                                 // the contacts at q, packed, and their geoms
+    scalar::detect_states(m, *w.collision, Input{q, m.nq}, nullptr, 0, 1, w.detected);
+    if (!w.detected.near.empty()) return ONE_CALL_CONTACT;             // a left-out pair may touch: the text warns
+    w.floats = w.detected.f, w.ints = w.detected.i, w.geom.clear();
+    for (int64_t k : w.detected.cand) w.geom.push_back(m.cand_geom[2 * k]), w.geom.push_back(m.cand_geom[2 * k + 1]);
+    Contacts contacts;
+    contacts.n = int64_t(w.geom.size() / 2), contacts.f = w.floats.data(), contacts.i = w.ints.data();
+    ConstraintCall c;                                                   // the smooth forces and the solve, its rows
+    c.op = CONSTRAINT_FORWARD, c.lanes = &isa_kernels(active_isa()), c.q = Input{q, m.nq}, c.qd = Input{qd, nv};
+    c.sets.push_back(contacts), c.tolerance = u.tolerance, c.iterations = u.iterations, c.rows = true;
+    c.front = u.act, c.ctrl = Input{ctrl, u.act->nu}, c.applied = Input{applied, nv};
+    const size_t V = static_cast<size_t>(nv);
+    w.qacc.resize(V), w.qfrc.resize(V), w.f.resize(V), w.M.resize(V * V), w.poses.resize(static_cast<size_t>(12 * nbody));
+    double improvement = 0.0;
+    int64_t iterations = 0;
+    bool converged = false;
+    c.qacc = w.qacc.data(), c.qfrc = w.qfrc.data(), c.f_out = w.f.data(), c.M_out = w.M.data();
+    c.iters = &iterations, c.improvement = &improvement, c.converged = &converged;
+    Failures failures;
+    for (auto &first : failures.first) first.store(NO_STATE, std::memory_order_relaxed);
+    w.rows.clear();
+    scalar::constraint_kernels.run(m, *w.constraint, c, 0, 1, w.rows, failures);
+    for (auto &first : failures.first)
+        if (first.load(std::memory_order_relaxed) != NO_STATE) return ONE_CALL_SOLVE;
+    bool finite = converged;                                            // unconverged: the text warns
+    for (double x : w.f) finite = finite && std::isfinite(x);
+    if (!finite) return ONE_CALL_SOLVE;
+    Call pose = u.pose;                                                 // the bodies' xpos, xmat at q (body_poses)
+    pose.in[0] = Input{q, m.nq}, pose.out[0] = w.poses.data(), pose.out[1] = w.poses.data() + 3 * nbody;
+    scalar::kernels.run(m, *w.kinematics, pose, 0, 1, failures);
+    w.jac.clear();                                                      // the pairs' bodies' Jacobians (body_jacobian)
+    for (int64_t k = 0; k < contacts.n; k++) {
+        if (!segment_geom(m.geom_type[w.geom[size_t(2 * k)]]) || !segment_geom(m.geom_type[w.geom[size_t(2 * k + 1)]])) continue;
+        if (w.jac.empty()) w.jac.assign(static_cast<size_t>(6 * nv * nbody), 0.0);
+        for (int64_t body : {contacts.body1(k), contacts.body2(k)}) {
+            if (body < 0 || m.body_linkid[body] < 0) continue;          // the world, or welded to it: zeros
+            Call J = u.jacobian;
+            J.in[0] = Input{q, m.nq}, J.link = m.body_linkid[body], J.point = m.body_pos + 3 * body;
+            J.out[0] = &w.jac[static_cast<size_t>(6 * nv * body)];
+            scalar::kernels.run(m, *w.kinematics, J, 0, 1, failures);
+        }
+    }
+    ConstrainedTerms terms;
+    terms.a_c = w.qacc.data(), terms.qfrc = w.qfrc.data();
+    int status = one_call_terms(m, T, w.rows, contacts, w.geom.data(), q, w.poses.data(), w.poses.data() + 3 * nbody,
+                                w.jac.data(), w.M.data(), w.terms, terms);
+    if (status != ONE_CALL_TAKEN) return status;
+    StillState S;                                                       // every contact dof: proven, or detected and held
+    S.xpos = w.poses.data(), S.xmat = w.poses.data() + 3 * nbody, S.nc = contacts.n;
+    S.floats = w.floats.data(), S.ints = w.ints.data(), S.geom = w.geom.data();
+    std::vector<uint8_t> proven(size_t(T.ncontact_dofs));
+    proven_still(u.still, S, T.contact_dofs, T.ncontact_dofs, proven.data());
+    std::vector<int64_t> left, near;
+    for (int64_t k = 0; k < T.ncontact_dofs; k++)
+        if (!proven[size_t(k)]) left.push_back(T.contact_dofs[k]);
+    if (still_check(m, *w.collision, w.detected, u.still, S, q, left, near) != 0 || !near.empty()) return ONE_CALL_STILL;
+    StepDerivativeCall call;                                            // the step after the rows' derivatives
+    int64_t step_status = 0;
+    call.q = Input{q, m.nq}, call.qd = Input{qd, nv}, call.ctrl = Input{ctrl, u.act->nu}, call.qfrc = Input{applied, nv};
+    call.opt = u.opt, call.constrained = &terms, call.A = A, call.B = B, call.status = &step_status;
+    scalar::step_derivative_kernels.run(m, *u.act, *w.step, call, 0, 1);
+    return step_status ? int(ONE_CALL_STEP) : int(ONE_CALL_TAKEN);
+}
+
+// CONSTRAINED_STEP: step_derivatives(constraints=True) of one state or N of euler, implicit or implicitfast, each in
+// one call where one_call_terms takes its solve (derivatives._one_call, the compiled twin of _Stepper.constrained_terms
+// there; one_call_state). q (nq,) or (N, nq), qd likewise; options: step_derivatives' (ctrl (N, nu), qfrc_applied (N,
+// nv) or None); tables: derivatives._one_call_tables' dict (still: the still tables; OneCallTables' arrays and numbers;
+// tolerance, iterations: the solver's). One state here with the compiled model's kept workspaces, N on threads (the GIL
+// released), each with its own. (A (N, 2 nv, 2 nv), B (N, 2 nv, nu), status (N)) (no N for one state): 0, or why the
+// state is left to the NumPy text (OneCallDecline; its A and B then undefined), which names what is wrong
 nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
@@ -1537,19 +1642,22 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     StepDerivativeCall call;
     read_state(args[0], "q", m.nq, false, call.q, batch, copies);
     read_state(args[1], "qd", m.nv, false, call.qd, batch, copies);
-    if (batch >= 0) throw nb::value_error("constrained_step: one state, q (nq,) and qd (nv,)");
+    const int64_t N = batch < 0 ? 1 : batch;
     Arrays none;
     Fields o(args[2], "constrained_step options", none);
     DArr ctrl, qfrc;
-    const Actuators &act = read_step_options(m, o, 1, call, ctrl, qfrc);
+    OneCallSetup u;
+    u.act = &read_step_options(m, o, N, call, ctrl, qfrc);
     o.done();
-    if (call.opt.integrator == RK4 || call.opt.integrator == DISCRETE) o.invalid("integrator", "euler, implicit or implicitfast");
-    if (act.na || act.posed) throw nb::value_error("constrained_step: actuators without activations or arms of the configuration");
+    u.opt = call.opt;
+    if (u.opt.integrator == RK4 || u.opt.integrator == DISCRETE) o.invalid("integrator", "euler, implicit or implicitfast");
+    if (u.act->na || u.act->posed)
+        throw nb::value_error("constrained_step: actuators without activations or arms of the configuration");
     Fields t(args[3], "constrained_step tables", none);
-    StillTables still = read_still_tables(m, t.object("still"));
-    if (still.npair != m.ncand + m.nmissing) t.invalid("still", "not this model's pairs (ncand + nmissing)");
-    const int64_t nv = m.nv, nbody = m.nbody;
-    OneCallTables T;
+    u.still = read_still_tables(m, t.object("still"));
+    if (u.still.npair != m.ncand + m.nmissing) t.invalid("still", "not this model's pairs (ncand + nmissing)");
+    const int64_t nv = m.nv, nbody = m.nbody, nu = u.act->nu;
+    OneCallTables &T = u.tables;
     T.static_body = static_cast<const int64_t *>(array_view(t, "static_body", NPY_INT64, {nbody}));
     T.nlimited = t.size("nlimited"), T.ncontact_dofs = t.size("ncontact_dofs");
     T.limited_adr = static_cast<const int64_t *>(array_view(t, "limited_adr", NPY_INT64, {T.nlimited}));
@@ -1562,89 +1670,49 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     T.geom_axes = static_cast<const double *>(array_view(t, "geom_axes", NPY_DOUBLE, {m.ngeom, 3}));
     T.body_dofs = static_cast<const double *>(array_view(t, "body_dofs", NPY_DOUBLE, {nbody + 1, nv}));
     T.weights = static_cast<const double *>(array_view(t, "weights", NPY_DOUBLE, {4}));
-    T.r_floor = t.number("r_floor"), T.stiff_rows = t.number("stiff_rows"), T.row_step = still.row_step;
-    double tolerance = t.number("tolerance");
-    int64_t iterations = t.size("iterations");
+    T.r_floor = t.number("r_floor"), T.stiff_rows = t.number("stiff_rows"), T.row_step = u.still.row_step;
+    u.tolerance = t.number("tolerance"), u.iterations = t.size("iterations");
     t.done();
     for (int64_t k = 0; k < T.nlimited; k++)
         if (T.limited_adr[k] < 0 || T.limited_adr[k] >= m.nq) t.invalid("limited_adr", "a q entry outside 0 .. nq - 1");
     for (int64_t k = 0; k < T.ncontact_dofs; k++)
         if (T.contact_dofs[k] < 0 || T.contact_dofs[k] >= nv) t.invalid("contact_dofs", "a dof outside 0 .. nv - 1");
-    const npy_intp da[2] = {npy_intp(2 * nv), npy_intp(2 * nv)}, db[2] = {npy_intp(2 * nv), npy_intp(act.nu)};
-    void *a, *b;
-    nb::object A = new_array(2, da, NPY_DOUBLE, a), B = new_array(2, db, NPY_DOUBLE, b);
-    auto result = [&](int status) { return nb::make_tuple(A, B, status); };
-    std::vector<double> floats;                                         // the contacts at q, packed, and their geoms
-    std::vector<int64_t> ints, geom;
-    {
-        KeptDetection kept(nm, 1);
-        detect_chunks(m, kept, call.q, nullptr, 1, nullptr, nullptr);
-        const DetectOut &d = *kept.out;
-        if (!d.near.empty()) return result(ONE_CALL_CONTACT);         // a left-out pair may touch: the text warns
-        floats = d.f, ints = d.i;
-        for (int64_t k : d.cand) geom.push_back(m.cand_geom[2 * k]), geom.push_back(m.cand_geom[2 * k + 1]);
-    }
-    Contacts contacts;
-    contacts.n = int64_t(geom.size() / 2), contacts.f = floats.data(), contacts.i = ints.data();
-    ConstraintCall c;                                                   // the smooth forces and the solve, its rows
-    c.op = CONSTRAINT_FORWARD, c.lanes = &isa_kernels(active_isa()), c.q = call.q, c.qd = call.qd;
-    c.sets.push_back(contacts), c.tolerance = tolerance, c.iterations = iterations, c.rows = true;
-    c.front = &act, c.ctrl = call.ctrl, c.applied = call.qfrc;
-    const size_t V = static_cast<size_t>(nv);
-    std::vector<double> qacc(V), qfrc_c(V), f(V), M(V * V), poses(static_cast<size_t>(12 * nbody));
-    double improvement = 0.0;
-    int64_t iters = 0;
-    bool converged = false;
-    c.qacc = qacc.data(), c.qfrc = qfrc_c.data(), c.f_out = f.data(), c.M_out = M.data();
-    c.iters = &iters, c.improvement = &improvement, c.converged = &converged;
-    Failures failures;
-    for (auto &first : failures.first) first.store(NO_STATE, std::memory_order_relaxed);
-    ConstraintRun run;
-    std::atomic<bool> stop{false};
-    constrain_states<nb::gil_scoped_release>(nm.work, m, c, 1, failures, run, stop, signal_pending);
-    if (stop) throw nb::python_error();                                // a signal: the results discarded
-    for (auto &first : failures.first)
-        if (first.load(std::memory_order_relaxed) != NO_STATE) return result(ONE_CALL_SOLVE);
-    bool finite = converged;                                            // unconverged: the text warns
-    for (double x : f) finite = finite && std::isfinite(x);
-    if (!finite) return result(ONE_CALL_SOLVE);
-    Call pose = nm.calls[BODY_POSES];                                   // the bodies' xpos, xmat at q (body_poses)
-    pose.in[0] = call.q, pose.out[0] = poses.data(), pose.out[1] = poses.data() + 3 * nbody;
-    run_states<nb::gil_scoped_release>(nm.work, m, pose, 1, failures, stop, signal_pending);
-    std::vector<double> jac;                                            // the pairs' bodies' Jacobians (body_jacobian)
-    for (int64_t k = 0; k < contacts.n; k++) {
-        if (!segment_geom(m.geom_type[geom[size_t(2 * k)]]) || !segment_geom(m.geom_type[geom[size_t(2 * k + 1)]])) continue;
-        if (jac.empty()) jac.assign(static_cast<size_t>(6 * nv * nbody), 0.0);
-        for (int64_t body : {contacts.body1(k), contacts.body2(k)}) {
-            if (body < 0 || m.body_linkid[body] < 0) continue;          // the world, or welded to it: zeros
-            Call J = nm.calls[JACOBIAN];
-            J.in[0] = call.q, J.link = m.body_linkid[body], J.point = m.body_pos + 3 * body;
-            J.out[0] = &jac[static_cast<size_t>(6 * nv * body)];
-            run_states<nb::gil_scoped_release>(nm.work, m, J, 1, failures, stop, signal_pending);
+    u.pose = nm.calls[BODY_POSES], u.jacobian = nm.calls[JACOBIAN];
+    const npy_intp da[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(2 * nv)}, db[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(nu)};
+    void *a, *b, *st;
+    const int nd = batch < 0 ? 2 : 3;
+    nb::object A = new_array(nd, da + 3 - nd, NPY_DOUBLE, a), B = new_array(nd, db + 3 - nd, NPY_DOUBLE, b);
+    nb::object status = new_array(1, da, NPY_INT64, st);
+    int64_t *out = static_cast<int64_t *>(st);
+    auto state = [&](OneCallWork &w, int64_t s) {
+        out[s] = one_call_state(m, u, w, call.q.data + s * call.q.stride, call.qd.data + s * call.qd.stride,
+                                call.ctrl.data ? call.ctrl.data + s * call.ctrl.stride : nullptr,
+                                call.qfrc.data ? call.qfrc.data + s * call.qfrc.stride : nullptr,
+                                static_cast<double *>(a) + s * 4 * nv * nv, static_cast<double *>(b) + s * 2 * nv * nu);
+    };
+    if (N == 1) {                                                       // the compiled model's workspaces, the GIL held
+        std::unique_ptr<OneCallWork> &kept = nm.one_call;
+        if (!kept || kept->nu != nu) kept.reset(new OneCallWork(m, *u.act));
+        state(*kept, 0);
+    } else {                                                            // each thread its own, kept unless in use
+        std::atomic<bool> stop{false};
+        int T_ = int(std::min<int64_t>(int64_t(num_threads()), N));
+        std::unique_lock<std::mutex> kept = kept_workspaces(nm.one_call_lock);
+        std::vector<std::unique_ptr<OneCallWork>> own, &works = kept ? nm.one_call_threads : own;
+        if (works.size() < size_t(T_)) works.resize(size_t(T_));
+        for (auto &w : works)
+            if (w && w->nu != nu) w.reset();                            // made for other actuators
+        {
+            nb::gil_scoped_release release;
+            parallel_pieces(N, T_, stop, [&](int thread, int64_t s) {
+                std::unique_ptr<OneCallWork> &w = works[size_t(thread)];
+                if (!w) w.reset(new OneCallWork(m, *u.act));
+                state(*w, s);
+            }, signal_pending);
         }
+        if (stop) throw nb::python_error();                            // a signal: the results discarded
     }
-    const RowsOut &r = *run.outs[0];
-    OneCallTerms kept_terms;
-    ConstrainedTerms terms;
-    terms.a_c = qacc.data(), terms.qfrc = qfrc_c.data();
-    int status = one_call_terms(m, T, r, contacts, geom.data(), call.q.data, poses.data(), poses.data() + 3 * nbody,
-                                jac.data(), M.data(), kept_terms, terms);
-    if (status != ONE_CALL_TAKEN) return result(status);
-    StillState S;                                                       // every contact dof: proven, or detected and held
-    S.xpos = poses.data(), S.xmat = poses.data() + 3 * nbody, S.nc = contacts.n;
-    S.floats = floats.data(), S.ints = ints.data(), S.geom = geom.data();
-    std::vector<uint8_t> proven(size_t(T.ncontact_dofs));
-    proven_still(still, S, T.contact_dofs, T.ncontact_dofs, proven.data());
-    std::vector<int64_t> left, near;
-    for (int64_t k = 0; k < T.ncontact_dofs; k++)
-        if (!proven[size_t(k)]) left.push_back(T.contact_dofs[k]);
-    if (still_check(nm, still, S, call.q.data, left, near) != 0 || !near.empty()) return result(ONE_CALL_STILL);
-    call.constrained = &terms;                                          // the step after the rows' derivatives
-    int64_t step_status = 0;
-    call.A = static_cast<double *>(a), call.B = static_cast<double *>(b), call.status = &step_status;
-    step_derivative_states<nb::gil_scoped_release>(nm.work, m, act, call, 1, stop, signal_pending);
-    if (stop) throw nb::python_error();
-    return result(step_status ? int(ONE_CALL_STEP) : int(ONE_CALL_TAKEN));
+    return nb::make_tuple(A, B, batch < 0 ? nb::object(nb::int_(out[0])) : status);
 }
 
 // _native.call: one entry for every operation

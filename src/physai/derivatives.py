@@ -2953,6 +2953,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     n = 1 if batch is None else batch
     x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n, size) each
     nv, nu = model.nv, 0 if actuators is None else actuators.nu
+    tried = False                                      # whether the batch's states took the one call (_one_call)
     if compiled:
         A, B, status = _compiled_step_derivatives(model, StepOptions(name, h, euler_damping), actuators, x["q"], x["qd"],
                                                   x.get("ctrl"), x.get("qfrc_applied"))
@@ -2960,12 +2961,18 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     else:
         size = 2 * nv + na
         A, B, redo = np.empty((n, size, size)), np.empty((n, size, nu)), range(n)
+        if constrained and not margins and act is None and n > 1 and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:
+            found = _one_call(model, name, h, euler_damping, x["q"], x["qd"], x.get("ctrl"), x.get("qfrc_applied"))
+            if found is not None:                      # the batch in one compiled call, on threads: the rest state by state
+                A, B, status = found
+                redo, tried = status.nonzero()[0].tolist(), True
     distances = np.full((n, 4), np.inf)
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
         act_k = x["act"][k] if "act" in x else None      # the NumPy text's alone: numpy_only keeps activations from the kernel
         try:
-            fast = _compiled_constrained(model, name, h, euler_damping, **inputs, margins=margins) if constrained else None
+            fast = _compiled_constrained(model, name, h, euler_damping, **inputs, margins=margins, one_call=not tried) \
+                if constrained else None
             if fast is None:
                 T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, act=act_k, constraints=constraints,
                                                     margins=margins)
@@ -2992,7 +2999,7 @@ def _compiled_step_derivatives(model, options: StepOptions, actuators, q, qd, ct
     return native.STEP_DERIVATIVES(model, q, qd, fields)
 
 
-def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, margins=False):
+def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, margins=False, one_call=True):
     """step_derivatives(constraints=True) of one checked state (euler, implicit or implicitfast; a model the compiled step
     models, numpy_only "": without activations, so no act) with the step in one compiled call: the NumPy text's
     evaluate, solve, refusals and rows' q-derivatives (_Stepper.constrained_terms) but the plane contacts' (their
@@ -3001,10 +3008,10 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
     its solve and the retraction (acceleration, step_derivative). ((A, B), margins (4,)), or None where the kernel
     declines the state (the NumPy text then redoes it and names what is wrong)."""
-    if not margins and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:   # one compiled call where it takes the solve
+    if one_call and not margins and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:   # one compiled call where it takes it
         found = _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied)
-        if found is not None:
-            return found, np.full(4, np.inf)
+        if found is not None and not found[2]:
+            return found[:2], np.full(4, np.inf)
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
     s.constraints.measure = margins                    # the margins (switch_margins, _break_margins) only when asked
@@ -3020,22 +3027,25 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
 
 
 def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple | None:
-    """_compiled_constrained's (A, B) in one compiled call (native.CONSTRAINED_STEP: the contacts, the smooth forces and
+    """_compiled_constrained's (A, B, status) of one state (q (nq,), qd (nv,), ctrl (nu,) or None, qfrc_applied (nv,) or
+    None) or N (q (N, nq), ..., ctrl (N, nu)), each in one compiled call, a batch's states on threads (native.
+    CONSTRAINED_STEP: the contacts, the smooth forces and
     the solve, terms() and compiled_terms() where every row's q-derivative is analytic and no dof moves one -- planes on
     bodies no dof moves against spheres, boxes and capsules (not near upright), sphere and capsule pairs, dim 1 or 3 on
     the pyramid; hinge and slide limits away from their switch; dofs' friction loss -- every contact dof proven still
-    or detected and held, then the step); None where the model (_one_call_tables) or the state is outside that, or
-    near one of terms()' refusals (the calls of _compiled_constrained then, the NumPy text's seams, name what is
-    wrong). The same arithmetic as those calls but a geom axis's product (xmat times its axis in the body: 1e-16)."""
+    or detected and held, then the step); status nonzero (each state's) where the state is outside that, or near one of
+    terms()' refusals, its A and B undefined (the calls of _compiled_constrained then, the NumPy text's seams, name
+    what is wrong); None where the model is (_one_call_tables). The same arithmetic as those calls but a geom axis's
+    product (xmat times its axis in the body: 1e-16)."""
     tables = _one_call_tables(model)
     if tables is None:
         return None
     constraint.prepare_compiled(model)
+    one = q.ndim == 1
     fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), model.actuators,
-                                           None if model.actuators is None else ctrl[None],
-                                           None if qfrc_applied is None else qfrc_applied[None])
-    A, B, status = native.CONSTRAINED_STEP(model, q, qd, fields, tables)
-    return None if status else (A, B)
+                                           None if model.actuators is None else (ctrl[None] if one else ctrl),
+                                           None if qfrc_applied is None else (qfrc_applied[None] if one else qfrc_applied))
+    return native.CONSTRAINED_STEP(model, q, qd, fields, tables)
 
 
 def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping):
