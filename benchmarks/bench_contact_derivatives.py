@@ -33,10 +33,17 @@ and no pair (the geoms' poses and the broad phase alone), every geom posed and t
 subset and no pair with along=(q, each point's dof: what _moved_contacts calls), posing only the bodies a point's
 dof moves and testing the subset's pairs without the sweep; each timed by best_time (100 short rounds) 5 times in turn,
 the best; pairs: the subset's mean pairs a point, of all.
+
+Batched (issue U's target: 0.03 of the forward differences a state): 16 states in one call, the state with its qd moved
+by 1e-3 normal noise (seed 0), their states on the compiled engine's threads (derivatives._one_call), wall time and CPU
+time (process time over the threads: 20 calls, best of 5) a state against MuJoCo's forward differences a state (one
+thread; MuJoCo has no batched mjd_transitionFD); alone: the batch's A against each state's own call.
 """
 
 import os
 import sys
+import time
+import timeit
 from pathlib import Path
 
 import mujoco
@@ -120,6 +127,26 @@ def against_text(model, q, qd, ctrl, A, B) -> float:
     return max(np.abs(X - T).max() / np.abs(T).max() for X, T in zip((A, B), (At, Bt)))
 
 
+def batched(name: str, make, n: int = 16) -> str:
+    """n states in one step_derivatives call (the state, its qd moved by 1e-3 normal noise, seed 0): milliseconds a state
+    (wall, and the process's CPU time over both threads), against mjd_transitionFD's forward differences at the state
+    (one thread: MuJoCo has no batched call), and the batch's largest difference from the same states one by one."""
+    m, d = state(make)
+    model = engine.from_mujoco(m)
+    rng = np.random.default_rng(0)
+    Q, QD = np.repeat(d.qpos[None], n, axis=0), d.qvel + rng.normal(size=(n, m.nv)) * 1e-3
+    C = np.repeat(d.ctrl[None], n, axis=0) if m.nu else None
+    A, _ = derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)
+    alone = max(np.abs(A[k] - derivatives.step_derivatives(model, Q[k], QD[k], ctrl=None if C is None else C[k],
+                                                           constraints=True)[0]).max() / np.abs(A[k]).max() for k in range(n))
+    call = lambda: derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)   # noqa: E731
+    wall = best_time(call, budget=2.0) / n
+    cpu = min(timeit.Timer(call, timer=time.process_time).repeat(5, 20)) / (20 * n)
+    forward = best_time(lambda: transition_fd(m, d, 1e-6, False), budget=1.0)
+    return (f"{name:12s} {n:6d} {native.threads():7d} {1e3 * wall:9.3f} {1e3 * cpu:9.3f} {1e3 * forward:9.2f} "
+            f"{wall / forward:8.3f} {cpu / forward:8.3f}   {alone:.1e}")
+
+
 def detection(name: str, make) -> str:
     """The compiled detection at one call's checked points (every pair, the subset, none) and the subset's pairs."""
     m, d = state(make)
@@ -163,6 +190,12 @@ def main() -> None:
     print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired    text")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid), ("Panda", panda)):
         print(row(name, make))
+    print("\nbatched: n states in one call (their states on the compiled engine's threads), ms a state: wall, and CPU "
+          "time over the threads; ratio = physai / mjd_transitionFD's forward differences (one thread) a state; alone: "
+          "largest difference of A from the states one by one (relative)")
+    print("model             n threads      wall       cpu   mj fwd    /fwd  cpu/fwd   alone")
+    for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
+        print(batched(name, make))
     print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all; "
           "detected: those it detects with the proof (the others' dofs proven)")
     print("                                        every geom posed, the sweep   along: moved bodies, no sweep")

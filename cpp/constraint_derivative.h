@@ -931,7 +931,7 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
 // (dJ 0, dpos its J), a plane on a body no dof moves against a sphere, a box or a capsule not within 4 ROW_STEP of
 // upright, dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's plane_contacts),
 // two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
-// _power_one: the caller's tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs),
+// power_one: the caller's tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs),
 // not stiff (STIFF_ROWS); daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the
 // state whole and names what it refuses)
 inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut &r, const Contacts &c, const int64_t *geom,

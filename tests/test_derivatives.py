@@ -3123,6 +3123,7 @@ def one_call_scene(seed: int, count: int) -> list:
     return out
 
 
+@pytest.mark.compiled
 def test_the_one_call_gives_the_calls_outcome(monkeypatch):
     """derivatives._one_call (native.CONSTRAINED_STEP: the contacts, the solve, the rows' terms, the still check and the
     step in one compiled call) against the calls of _compiled_constrained (ONE_CALL False) on one_call_scene's states
@@ -3160,6 +3161,7 @@ def test_the_one_call_gives_the_calls_outcome(monkeypatch):
     assert taken > 0 and 0 in calls and {2, 4, 7} <= set(calls)
 
 
+@pytest.mark.compiled
 def test_the_one_call_takes_a_batch_on_threads_as_state_by_state(monkeypatch):
     """A batch of one_call_scene's states that step_derivatives takes (not near the limit's switch) in one
     native.CONSTRAINED_STEP call (its states on threads, each one call): every state's A and B within 1e-13 of the

@@ -374,12 +374,12 @@ def _one_call_tables(model: Model) -> dict | None:
     opt.limit) by their first q entry, ball flag, range and margin; contact_dofs (collision.contact_dofs' dofs, none
     without contacts); turns (Model.dof_turns); R_FLOOR, STIFF_ROWS, _FD_POINT_WEIGHTS and the solver's tolerance and
     iterations. None for a model whose solves it never takes: without dofs, one the compiled solver does not run (a
-    left-out pair where it collides, noslip), a power-1 impedance (_power_one: _refuse_impedance_kinks), limited tendons
+    left-out pair where it collides, noslip), a power-1 impedance (power_one: _refuse_impedance_kinks), limited tendons
     (_moving_dofs: every dof)."""
     opt = model.opt
     if not model.nv or not (native.compiled_solver(model) and native.runs(model)) or opt.noslip_iterations > 0 or \
             (collision.has_contacts(model) and (model.unsupported or len(engine.collision.candidates(model)[1]))) or \
-            constraint._power_one(model) or (opt.limit and model.tendon_limited.any()):
+            constraint.power_one(model) or (opt.limit and model.tendon_limited.any()):
         return None
     joints_limited, adr, low, high, margin, ball = _limited_joints(model) if opt.limit else (np.zeros(0, np.intp),) * 6
     dofs = np.flatnonzero(collision.contact_dofs(model)) if collision.has_contacts(model) else np.zeros(0, np.intp)

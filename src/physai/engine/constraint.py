@@ -510,7 +510,7 @@ def impedance(solimp: np.ndarray, pos: float, margin: float) -> tuple[float, flo
 
 
 @per_model
-def _power_one(model: Model) -> bool:
+def power_one(model: Model) -> bool:
     """Whether some joint's, dof's, equality's or tendon's solimp has power 1 (at most 1: the power is at least 1)."""
     sources = [model.jnt_solimp, model.dof_solimp, model.eq_solimp, model.tendon_solimp_lim, model.tendon_solimp_fri]
     return any(bool((np.reshape(x, (-1, 5))[:, 4] <= 1).any()) for x in sources)
@@ -525,7 +525,7 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
     (slope p on both sides) and at 0 (x^p); dmin == dmax (or width <= MINVAL) has none, nor a friction loss row (pos 0
     at every q)."""
     first, gap = [], []
-    if not _power_one(model) and (contacts is None or not (contacts.solimp[:, 4] <= 1).any()):   # no power 1 (>= 1)
+    if not power_one(model) and (contacts is None or not (contacts.solimp[:, 4] <= 1).any()):   # no power 1 (>= 1)
         return np.zeros(0, np.intp), np.zeros(0)
     i = 0
     while i < r.nefc:
