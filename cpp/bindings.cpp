@@ -225,7 +225,7 @@ class Fields {
 
 // the workspaces of one state's constrained step in one call (one_call_state): the detection's, the solve's and its
 // rows, the kinematics', the step's, and the arrays between them; the calling thread's kept on the compiled model, a
-// batch's threads' their own
+// batch's threads' too while no other batch holds them (else the call's own)
 struct OneCallWork {
     CollisionPtr collision;
     DetectOut detected;
@@ -960,13 +960,15 @@ void per_state(nb::handle x, int64_t N, int64_t size, DArr &a, Input &in, const 
 // step_derivatives' options o (StepOptions' h, integrator, implicit_damping; actuators, ctrl (N, nu) and qfrc_applied
 // (N, nv) or None, float64 in C order, their arrays kept in ctrl and qfrc) into call: its actuators; ValueError for a
 // shape, an integrator code or actuators without ctrl (STEP_DERIVATIVES' and CONSTRAINED_STEP's)
-const Actuators &read_step_options(const Model &m, Fields &o, int64_t N, StepDerivativeCall &call, DArr &ctrl, DArr &qfrc) {
+const Actuators &read_step_options(const Model &m, Fields &o, int64_t N, StepDerivativeCall &call, DArr &ctrl, DArr &qfrc,
+                                   const char *who) {
     call.opt.h = o.number("h"), call.opt.integrator = o.size("integrator"), call.opt.implicit_damping = o.flag("implicit_damping");
     if (call.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");
-    const Actuators &act = actuators_option(m, o.object("actuators"), "step_derivatives");
-    per_state(o.object("ctrl"), N, act.nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
-    per_state(o.object("qfrc_applied"), N, m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
-    if (act.nu && !call.ctrl.data) throw nb::value_error("step_derivatives: the actuators need ctrl");
+    const Actuators &act = actuators_option(m, o.object("actuators"), who);
+    const std::string name(who);
+    per_state(o.object("ctrl"), N, act.nu, ctrl, call.ctrl, (name + ": ctrl (N, nu), float64 in C order").c_str());
+    per_state(o.object("qfrc_applied"), N, m.nv, qfrc, call.qfrc, (name + ": qfrc_applied (N, nv), float64 in C order").c_str());
+    if (act.nu && !call.ctrl.data) throw nb::value_error((name + ": the actuators need ctrl").c_str());
     return act;
 }
 
@@ -986,7 +988,7 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     Arrays none;
     Fields o(args[2], "step_derivatives options", none);
     DArr ctrl, qfrc;                                                   // (N, size) in C order, or None
-    const Actuators *act = &read_step_options(m, o, N, call, ctrl, qfrc);
+    const Actuators *act = &read_step_options(m, o, N, call, ctrl, qfrc, "step_derivatives");
     ConstrainedTerms terms;
     Arrays kept;
     if (o.has("constraints") && !o.object("constraints").is_none()) {   // one state of euler, implicit or implicitfast
@@ -1449,28 +1451,30 @@ int still_check(const Model &m, CollisionWorkspace &work, DetectOut &out, const 
     return 0;
 }
 
+// array_view of a float64 (int64) array
+const double *doubles_view(Fields &f, const char *name, std::initializer_list<int64_t> shape, int64_t *free = nullptr) {
+    return static_cast<const double *>(array_view(f, name, NPY_DOUBLE, shape, free));
+}
+const int64_t *ints_view(Fields &f, const char *name, std::initializer_list<int64_t> shape) {
+    return static_cast<const int64_t *>(array_view(f, name, NPY_INT64, shape));
+}
+
 // derivatives._still_kernel_tables' dict as the proof reads it (StillTables, in place: valid while the dict holds its
-// arrays); TypeError or ValueError naming the field (proven_still_call's and constrained_step_call's)
-StillTables read_still_tables(const Model &m, nb::handle mapping) {
+// arrays); TypeError or ValueError naming the field and `who` (proven_still_call's and constrained_step_call's)
+StillTables read_still_tables(const Model &m, nb::handle mapping, const char *who) {
     const int64_t nv = m.nv, nbody = m.nbody;
     Arrays none;
-    Fields t(mapping, "proven_still tables", none);
-    auto D = [](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
-        return static_cast<const double *>(array_view(f, name, NPY_DOUBLE, shape));
-    };
-    auto I = [](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
-        return static_cast<const int64_t *>(array_view(f, name, NPY_INT64, shape));
-    };
+    Fields t(mapping, who, none);
     StillTables T;
     T.nv = nv, T.nbody = nbody, T.ngeom = t.size("ngeom"), T.npair = t.size("npair"), T.nflat = t.size("nflat");
     const int64_t G = T.ngeom, P = T.npair, F = T.nflat;
-    T.pair = I(t, "pair", {P, 2}), T.bound = D(t, "bound", {P}), T.margin = D(t, "margin", {P});
-    T.reach = D(t, "reach", {G}), T.local = D(t, "local", {G, 3}), T.frame = D(t, "frame", {G, 3, 3});
-    T.box = D(t, "box", {G, 6}), T.body = I(t, "body", {nv}), T.anchor = D(t, "anchor", {nv});
-    T.turn = D(t, "turn", {nv}), T.slide = D(t, "slide", {nv}), T.gbody = I(t, "gbody", {G});
-    T.sphere = D(t, "sphere", {P}), T.flat = I(t, "flat", {F}), T.plane = I(t, "plane", {F});
-    T.other = I(t, "other", {F}), T.lift = D(t, "lift", {F}), T.geom_dofs = I(t, "geom_dofs", {G, nv});
-    T.geom_type = I(t, "geom_type", {G}), T.geom_size = D(t, "geom_size", {G, 3});
+    T.pair = ints_view(t, "pair", {P, 2}), T.bound = doubles_view(t, "bound", {P}), T.margin = doubles_view(t, "margin", {P});
+    T.reach = doubles_view(t, "reach", {G}), T.local = doubles_view(t, "local", {G, 3}), T.frame = doubles_view(t, "frame", {G, 3, 3});
+    T.box = doubles_view(t, "box", {G, 6}), T.body = ints_view(t, "body", {nv}), T.anchor = doubles_view(t, "anchor", {nv});
+    T.turn = doubles_view(t, "turn", {nv}), T.slide = doubles_view(t, "slide", {nv}), T.gbody = ints_view(t, "gbody", {G});
+    T.sphere = doubles_view(t, "sphere", {P}), T.flat = ints_view(t, "flat", {F}), T.plane = ints_view(t, "plane", {F});
+    T.other = ints_view(t, "other", {F}), T.lift = doubles_view(t, "lift", {F}), T.geom_dofs = ints_view(t, "geom_dofs", {G, nv});
+    T.geom_type = ints_view(t, "geom_type", {G}), T.geom_size = doubles_view(t, "geom_size", {G, 3});
     T.row_step = t.number("row_step"), T.ccd_tolerance = t.number("ccd_tolerance"), T.shapes = &m;
     t.done();
     for (int64_t p = 0; p < 2 * P; p++)
@@ -1503,20 +1507,14 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     for (int64_t s = 0; s < k; s++)
         if (still[s] < 0 || still[s] >= nv) throw nb::value_error("proven_still: a dof outside 0 .. nv - 1");
     Arrays none;
-    StillTables T = read_still_tables(m, args[1]);
+    StillTables T = read_still_tables(m, args[1], "proven_still tables");
     const int64_t G = T.ngeom;
-    auto D = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
-        return static_cast<const double *>(array_view(f, name, NPY_DOUBLE, shape));
-    };
-    auto I = [&](Fields &f, const char *name, std::initializer_list<int64_t> shape) {
-        return static_cast<const int64_t *>(array_view(f, name, NPY_INT64, shape));
-    };
     Fields a(args[2], "proven_still state", none);
     StillState S;
-    S.xpos = D(a, "xpos", {nbody, 3}), S.xmat = D(a, "xmat", {nbody, 3, 3});
+    S.xpos = doubles_view(a, "xpos", {nbody, 3}), S.xmat = doubles_view(a, "xmat", {nbody, 3, 3});
     int64_t nc = 0;
-    S.floats = static_cast<const double *>(array_view(a, "floats", NPY_DOUBLE, {-1, PACKED_WIDTH}, &nc));
-    S.nc = nc, S.ints = I(a, "ints", {nc, 3}), S.geom = I(a, "geom", {nc, 2});
+    S.floats = doubles_view(a, "floats", {-1, PACKED_WIDTH}, &nc);
+    S.nc = nc, S.ints = ints_view(a, "ints", {nc, 3}), S.geom = ints_view(a, "geom", {nc, 2});
     a.done();
     for (int64_t c = 0; c < 2 * nc; c++)
         if (S.geom[c] >= G) a.invalid("geom", "a geom outside 0 .. ngeom - 1");
@@ -1647,29 +1645,25 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     Fields o(args[2], "constrained_step options", none);
     DArr ctrl, qfrc;
     OneCallSetup u;
-    u.act = &read_step_options(m, o, N, call, ctrl, qfrc);
-    o.done();
+    u.act = &read_step_options(m, o, N, call, ctrl, qfrc, "constrained_step");
     u.opt = call.opt;
     if (u.opt.integrator == RK4 || u.opt.integrator == DISCRETE) o.invalid("integrator", "euler, implicit or implicitfast");
+    o.done();
     if (u.act->na || u.act->posed)
         throw nb::value_error("constrained_step: actuators without activations or arms of the configuration");
     Fields t(args[3], "constrained_step tables", none);
-    u.still = read_still_tables(m, t.object("still"));
+    u.still = read_still_tables(m, t.object("still"), "constrained_step tables' still");
     if (u.still.npair != m.ncand + m.nmissing) t.invalid("still", "not this model's pairs (ncand + nmissing)");
     const int64_t nv = m.nv, nbody = m.nbody, nu = u.act->nu;
     OneCallTables &T = u.tables;
-    T.static_body = static_cast<const int64_t *>(array_view(t, "static_body", NPY_INT64, {nbody}));
+    T.static_body = ints_view(t, "static_body", {nbody});
     T.nlimited = t.size("nlimited"), T.ncontact_dofs = t.size("ncontact_dofs");
-    T.limited_adr = static_cast<const int64_t *>(array_view(t, "limited_adr", NPY_INT64, {T.nlimited}));
-    T.limited_ball = static_cast<const int64_t *>(array_view(t, "limited_ball", NPY_INT64, {T.nlimited}));
-    T.limited_low = static_cast<const double *>(array_view(t, "limited_low", NPY_DOUBLE, {T.nlimited}));
-    T.limited_high = static_cast<const double *>(array_view(t, "limited_high", NPY_DOUBLE, {T.nlimited}));
-    T.limited_margin = static_cast<const double *>(array_view(t, "limited_margin", NPY_DOUBLE, {T.nlimited}));
-    T.contact_dofs = static_cast<const int64_t *>(array_view(t, "contact_dofs", NPY_INT64, {T.ncontact_dofs}));
-    T.turns = static_cast<const double *>(array_view(t, "turns", NPY_DOUBLE, {nv, nv}));
-    T.geom_axes = static_cast<const double *>(array_view(t, "geom_axes", NPY_DOUBLE, {m.ngeom, 3}));
-    T.body_dofs = static_cast<const double *>(array_view(t, "body_dofs", NPY_DOUBLE, {nbody + 1, nv}));
-    T.weights = static_cast<const double *>(array_view(t, "weights", NPY_DOUBLE, {4}));
+    T.limited_adr = ints_view(t, "limited_adr", {T.nlimited}), T.limited_ball = ints_view(t, "limited_ball", {T.nlimited});
+    T.limited_low = doubles_view(t, "limited_low", {T.nlimited}), T.limited_high = doubles_view(t, "limited_high", {T.nlimited});
+    T.limited_margin = doubles_view(t, "limited_margin", {T.nlimited});
+    T.contact_dofs = ints_view(t, "contact_dofs", {T.ncontact_dofs}), T.turns = doubles_view(t, "turns", {nv, nv});
+    T.geom_axes = doubles_view(t, "geom_axes", {m.ngeom, 3}), T.body_dofs = doubles_view(t, "body_dofs", {nbody + 1, nv});
+    T.weights = doubles_view(t, "weights", {4});
     T.r_floor = t.number("r_floor"), T.stiff_rows = t.number("stiff_rows"), T.row_step = u.still.row_step;
     u.tolerance = t.number("tolerance"), u.iterations = t.size("iterations");
     t.done();

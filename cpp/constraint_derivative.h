@@ -577,10 +577,11 @@ inline double still_segment_distance(const double *a0, const double *d1, const d
     return std::sqrt(std::max(dot3(w, w) - fall, 0.0));
 }
 
-// a geom GJK can take as a convex shape: not a plane, a heightfield or a mesh without its mesh (_separation's convex_shape)
+// a geom GJK takes as a convex shape: a sphere, capsule, ellipsoid, cylinder, box, or mesh geom with its mesh
+// (_separation's convex_shape)
 inline bool convex_geom(const StillTables &T, int64_t g) {
     int64_t kind = T.geom_type[g];
-    return kind != GEOM_PLANE && kind != GEOM_HFIELD && (kind != GEOM_MESH || T.shapes->geom_dataid[g] >= 0);
+    return (kind >= GEOM_SPHERE && kind <= GEOM_BOX) || (kind == GEOM_MESH && T.shapes->geom_dataid[g] >= 0);
 }
 
 // gjk.distance_lower_bound of the geoms g1, g2 at their frames F, ended once it passes enough [m]
@@ -928,8 +929,8 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
 // _Constraints.terms and compiled_terms of one solve (its rows r, contacts c with geom pairs geom (nc, 2), q, the
 // bodies' xpos (nbody, 3) and xmat (nbody, 9) at q, jac (nbody, 6, nv) the pairs' bodies' Jacobians, M (nv, nv)) where
 // every row's q-derivative is analytic and no dof moves one: a dof's friction loss (none), a hinge's or slide's limit
-// (dJ 0, dpos its J), a plane on a body no dof moves against a sphere, a box or a capsule not within 4 ROW_STEP of
-// upright, dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's plane_contacts),
+// (dJ 0, dpos its J), a plane on a body no dof moves against a sphere, a box or a capsule (not upright within 1e-12 of
+// 1 - (n . a)^2, nor of dim 3 within 4 ROW_STEP of it), dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's plane_contacts),
 // two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
 // power_one: the caller's tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs),
 // not stiff (STIFF_ROWS); daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the

@@ -3187,3 +3187,28 @@ def test_the_one_call_takes_a_batch_on_threads_as_state_by_state(monkeypatch):
     Q, QD, C = (np.stack([s[k] for s in states]) for k in (1, 2, 3))
     with pytest.raises(InvalidStateError, match=f"state {len(Q) - 1} of {len(Q)}"):
         derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)
+
+
+@pytest.mark.compiled
+def test_the_one_call_refuses_tables_and_options_it_cannot_read():
+    """native.CONSTRAINED_STEP given its tables with an array of another type or shape (the one call's, the still
+    tables'), a missing or unknown field, or options of rk4: TypeError or ValueError naming the field and the call;
+    the tables as made take the state."""
+    model, q, qd, ctrl = one_call_scene(5, 2)[0]
+    q = q.copy()
+    q[23], q[28] = 0.3, 0.2                                              # the cylinder lifted, the arm off its limit
+    tables = derivatives._one_call_tables(model)
+    fields = native.step_derivative_fields(model, derivatives.StepOptions("euler", 0.002, True), model.actuators,
+                                           ctrl[None], None)
+    derivatives.constraint.prepare_compiled(model)
+    assert native.CONSTRAINED_STEP(model, q, qd, fields, tables)[2] == 0
+    bad = [({**tables, "turns": tables["turns"][:-1].copy()}, TypeError, "constrained_step tables field turns"),
+           ({**tables, "still": {**tables["still"], "reach": _byteswapped(tables["still"]["reach"])}}, TypeError,
+            "constrained_step tables' still field reach"),
+           ({k: v for k, v in tables.items() if k != "r_floor"}, ValueError, "r_floor is missing"),
+           ({**tables, "extra": 1}, ValueError, "unknown fields extra")]
+    for table, error, text in bad:
+        with pytest.raises(error, match=text):
+            native.CONSTRAINED_STEP(model, q, qd, fields, table)
+    with pytest.raises(ValueError, match="euler, implicit or implicitfast"):
+        native.CONSTRAINED_STEP(model, q, qd, {**fields, "integrator": native.INTEGRATOR_CODES["rk4"]}, tables)

@@ -375,11 +375,15 @@ def _one_call_tables(model: Model) -> dict | None:
     without contacts); turns (Model.dof_turns); R_FLOOR, STIFF_ROWS, _FD_POINT_WEIGHTS and the solver's tolerance and
     iterations. None for a model whose solves it never takes: without dofs, one the compiled solver does not run (a
     left-out pair where it collides, noslip), a power-1 impedance (power_one: _refuse_impedance_kinks), limited tendons
-    (_moving_dofs: every dof)."""
+    (_moving_dofs: every dof), a limited ball joint (its limit differenced), the elliptic cone or an equality active
+    from the start (their rows differenced, or _anchor_rows' and _joint_equality_rows'): each state would be declined
+    after its solve."""
     opt = model.opt
+    limited_ball = opt.limit and (model.jnt_limited & (model.jnt_type == joints.BALL)).any()
     if not model.nv or not (native.compiled_solver(model) and native.runs(model)) or opt.noslip_iterations > 0 or \
             (collision.has_contacts(model) and (model.unsupported or len(engine.collision.candidates(model)[1]))) or \
-            constraint.power_one(model) or (opt.limit and model.tendon_limited.any()):
+            constraint.power_one(model) or (opt.limit and model.tendon_limited.any()) or limited_ball or \
+            opt.cone == "elliptic" or (opt.equality and model.eq_active0.any()):
         return None
     joints_limited, adr, low, high, margin, ball = _limited_joints(model) if opt.limit else (np.zeros(0, np.intp),) * 6
     dofs = np.flatnonzero(collision.contact_dofs(model)) if collision.has_contacts(model) else np.zeros(0, np.intp)
@@ -588,9 +592,9 @@ COMPILED_PIECES = True
 #: tests compare the two)
 COMPILED_STEP = True
 
-#: step_derivatives(constraints=True) of one state whose rows are all analytic and move with no dof in one compiled call
-#: (_one_call: the contacts, the solve, the rows' terms, the still dofs' check and the step; False: the calls of
-#: _compiled_constrained; the tests compare the two)
+#: step_derivatives(constraints=True) of a state whose rows are all analytic and move with no dof in one compiled call,
+#: a batch's states on threads (_one_call: the contacts, the solve, the rows' terms, the still dofs' check and the step;
+#: False: the calls of _compiled_constrained; the tests compare the two)
 ONE_CALL = True
 
 #: rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (a pyramid at friction 1e-5:
@@ -1003,10 +1007,10 @@ class _Constraints:
         frames there; -inf: none; _rooms): a plane's (geom 1 or 2) height above it of the other's lowest point (a
         sphere's or capsule's exact, else its box's, geom_aabb in its frame), else the gap between the geoms' boxes'
         projections on the best of their six face normals and the line between their centres (each box holds its geom),
-        and where that is below enough (P,) [m] and both geoms are convex shapes (not a heightfield, nor a mesh geom
-        without its mesh), the better of it and GJK's (gjk.distance_lower_bound, run until it passes enough: a mesh's
-        hull, an ellipsoid, a cylinder); two spheres or capsules their segments' distance less their radii
-        (_segment_distance's bound: it, within rounding)."""
+        and where that is below enough (P,) [m] and both geoms are convex shapes (a sphere, capsule, ellipsoid,
+        cylinder, box, or mesh geom with its mesh), the better of it and GJK's (gjk.distance_lower_bound, run until it
+        passes enough: a mesh's hull, an ellipsoid, a cylinder); two spheres or capsules their segments' distance less
+        their radii (_segment_distance's bound: it, within rounding)."""
         model = self.model
         G, box = model.geoms, _still_tables(model).box
         kind, size, axis = G.geom_type, G.geom_size, R[:, :, 2]
@@ -1026,7 +1030,8 @@ class _Constraints:
                 - (np.abs(n @ R[b]) @ box[b, 3:, None])[..., 0]
             out[solid] = gap.max(axis=1)
         shapes = model.kept("collision_shapes")
-        convex_shape = (kind != geoms.HFIELD) & ((kind != geoms.MESH) | (G.geom_dataid >= 0))   # not a mesh without one
+        convex_shape = np.isin(kind, (geoms.SPHERE, geoms.CAPSULE, geoms.ELLIPSOID, geoms.CYLINDER, geoms.BOX)) | \
+            ((kind == geoms.MESH) & (G.geom_dataid >= 0))                  # GJK's shapes (a mesh geom with its mesh)
         for p in np.flatnonzero(solid & (out < enough) & convex_shape[g1] & convex_shape[g2]).tolist():   # GJK's bound
             one, two = (convex.Shape(int(kind[g]), centre[g], R[g], shapes[g], 0.0) for g in (g1[p], g2[p]))
             found = gjk.distance_lower_bound(one, two, enough[p], model.opt.ccd_tolerance, model.opt.ccd_iterations)
@@ -3035,7 +3040,7 @@ def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple
     the pyramid; hinge and slide limits away from their switch; dofs' friction loss -- every contact dof proven still
     or detected and held, then the step); status nonzero (each state's) where the state is outside that, or near one of
     terms()' refusals, its A and B undefined (the calls of _compiled_constrained then, the NumPy text's seams, name
-    what is wrong); None where the model is (_one_call_tables). The same arithmetic as those calls but a geom axis's
+    what is wrong); None where the model is outside it (_one_call_tables). The same arithmetic as those calls but a geom axis's
     product (xmat times its axis in the body: 1e-16)."""
     tables = _one_call_tables(model)
     if tables is None:
