@@ -16,7 +16,7 @@
 //                          touching_rooms (_touching_rooms), still_segment_distance (derivatives._segment_distance))
 //     one_call_terms       _Constraints.terms and compiled_terms of a solve whose every row is analytic (planes on
 //                          the world against spheres, capsules and boxes, sphere and capsule pairs, hinge and slide
-//                          limits, dofs' friction loss) and no dof moves one, for the constrained step in one compiled
+//                          limits, joint equalities, dofs' friction loss) and no dof moves one, for the constrained step in one compiled
 //                          call (derivatives._one_call; with segment_terms)
 //
 // Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts (proven_still: the
@@ -929,7 +929,7 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
 // _Constraints.terms and compiled_terms of one solve (its rows r, contacts c with geom pairs geom (nc, 2), q, the
 // bodies' xpos (nbody, 3) and xmat (nbody, 9) at q, jac (nbody, 6, nv) the pairs' bodies' Jacobians, M (nv, nv)) where
 // every row's q-derivative is analytic and no dof moves one: a dof's friction loss (none), a hinge's or slide's limit
-// (dJ 0, dpos its J), a plane on a body no dof moves against a sphere, a box or a capsule (not upright within 1e-12 of
+// (dJ 0, dpos its J), a joint equality (dJ -poly'' on its second joint's dof, dpos its J), a plane on a body no dof moves against a sphere, a box or a capsule (not upright within 1e-12 of
 // 1 - (n . a)^2, nor of dim 3 within 4 ROW_STEP of it), dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's plane_contacts),
 // two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
 // power_one: the caller's tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs),
@@ -939,11 +939,12 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
                           const double *q, const double *xpos, const double *xmat, const double *jac, const double *M,
                           OneCallTerms &out, ConstrainedTerms &t) {
     const int64_t nv = m.nv, nefc = r.sizes[0], ne = r.sizes[1];
-    if (ne) return ONE_CALL_ROW;                                        // equalities: _joint_equality_rows, _anchor_rows
     out.rows.clear();
     for (int64_t i = 0; i < nefc; i++) {                                // the limits, in row order (_analytic_rows)
         int64_t type = r.type[i];
-        if (type == LIMIT_JOINT) {
+        if (type == EQUALITY) {                                         // a joint equality's (_joint_equality_rows)
+            if (m.eq_type[r.id[i]] != EQ_JOINT || !(r.R[i] > T.r_floor)) return ONE_CALL_ROW;
+        } else if (type == LIMIT_JOINT) {
             int64_t kind = m.jnt_type[r.id[i]];
             if ((kind != JNT_HINGE && kind != JNT_SLIDE) || !(r.R[i] > T.r_floor)) return ONE_CALL_ROW;
             out.rows.push_back(i);
@@ -952,6 +953,8 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
         }
     }
     const int64_t nlimit = int64_t(out.rows.size());
+    for (int64_t i = 0; i < ne; i++) out.rows.push_back(i);             // the joint equalities' rows after the limits'
+    const int64_t nequality = ne;
     for (int64_t k = 0; k < T.nlimited; k++) {                          // a limit row that may appear or leave
         double x = q[T.limited_adr[k]];
         double inside = std::min(x - T.limited_low[k], T.limited_high[k] - x);
@@ -1005,15 +1008,24 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
     for (int64_t i = 0; i < nefc; i++)
         if (r.state[i] == QUADRATIC) stiffest = std::max(stiffest, r.D[i]);
     if (stiffest > T.stiff_rows * diag) return ONE_CALL_STIFF;
-    const int64_t npair_rows = int64_t(out.rows.size()) - plane_end;     // dJ, dpos: the limits' then the pairs' rows
-    out.dJ.assign(size_t((nlimit + npair_rows) * nv * nv), 0.0), out.dpos.resize(size_t((nlimit + npair_rows) * nv));
-    for (int64_t k = 0; k < nlimit; k++)
+    // dJ, dpos: the limits' (0, J), the joint equalities' (-poly'' on the second joint's dof, J), the pairs'
+    const int64_t direct = nlimit + nequality, npair_rows = int64_t(out.rows.size()) - plane_end;
+    out.dJ.assign(size_t((direct + npair_rows) * nv * nv), 0.0), out.dpos.resize(size_t((direct + npair_rows) * nv));
+    for (int64_t k = 0; k < direct; k++)
         std::copy_n(&r.J[size_t(out.rows[size_t(k)] * nv)], nv, &out.dpos[size_t(k * nv)]);
-    std::copy(out.pair_dJ.begin(), out.pair_dJ.end(), out.dJ.begin() + nlimit * nv * nv);
+    for (int64_t k = 0; k < nequality; k++) {                           // pos = x1 - ref1 - poly(x2 - ref2)
+        int64_t e = r.id[k], j2 = m.eq_obj2id[e];
+        if (j2 < 0) continue;
+        const int64_t a2 = m.jnt_qposadr[j2], v2 = m.jnt_dofadr[j2];
+        const double *coef = m.eq_data + 11 * e;
+        const double dif = q[a2] - m.qpos0[a2];
+        out.dJ[size_t((nlimit + k) * nv * nv + v2 * nv + v2)] = -(2 * coef[2] + 6 * coef[3] * dif + 12 * coef[4] * dif * dif);
+    }
+    std::copy(out.pair_dJ.begin(), out.pair_dJ.end(), out.dJ.begin() + direct * nv * nv);
     for (int64_t at = 0, k = 0; k < int64_t(out.pairs.size()); k++) {  // each pair's ddist on each of its rows
         int64_t rows = pyramid_rows(c.dim(out.pairs[size_t(k)]));
         for (int64_t i = 0; i < rows; i++, at++)
-            std::copy_n(&out.pair_ddist[size_t(k * nv)], nv, &out.dpos[size_t((nlimit + at) * nv)]);
+            std::copy_n(&out.pair_ddist[size_t(k * nv)], nv, &out.dpos[size_t((direct + at) * nv)]);
     }
     out.daref.resize(size_t(nefc * nv));                                // -B J (_aref_velocity_derivative)
     for (int64_t i = 0; i < nefc; i++)
@@ -1026,7 +1038,7 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
     t.cone_first = r.cone_first.data(), t.cone_dim = r.cone_dim.data(), t.cone_H = r.cone_H.data();
     t.dJ = out.dJ.data(), t.dpos = out.dpos.data(), t.Jpts = nullptr, t.fpts = nullptr, t.weights = T.weights;
     t.daref = out.daref.data();
-    t.nplane = nplane, t.plane_at = nlimit, t.plane_rows = plane_end - nlimit;
+    t.nplane = nplane, t.plane_at = nlimit + nequality, t.plane_rows = plane_end - nlimit - nequality;
     t.plane_body = out.plane_body.data(), t.plane_dim = out.plane_dim.data(), t.plane_origin = out.plane_origin.data();
     t.plane_frame = out.plane_frame.data(), t.plane_pos = out.plane_pos.data(), t.plane_dist = out.plane_dist.data();
     t.plane_friction = out.plane_friction.data(), t.plane_radius = out.plane_radius.data();

@@ -3099,9 +3099,10 @@ def one_call_scene(seed: int, count: int) -> list:
     """count (Model, q, qd, ctrl) of a scene whose rows the one call takes (derivatives._one_call): on the floor a free
     ball (condim 3), a free box on its face (4 corner contacts) and a free ball of condim 1, each resting 1e-3 deep or
     lifted 2e-2 off; a hinged arm with its range (+-0.5 rad) and friction loss, at 0.2 rad, 1e-3 past its limit (its
-    row) or 1e-7 inside it (near its switch), driven by a motor, and a free cylinder tilted 0.5 rad, its rim 1e-3 into
-    the floor (a contact the one call leaves to the calls) or 2e-2 above it; the solver exact; qd random. In the last
-    state the box is 1.5e-6 above the floor (its contacts appear along its free z)."""
+    row) or 1e-7 inside it (near its switch), driven by a motor, a free cylinder tilted 0.5 rad, its rim 1e-3 into
+    the floor (a contact the one call leaves to the calls) or 2e-2 above it, and two hinges coupled by a joint equality
+    (a cubic, off their coupling at q); the solver exact; qd random. In the last state the box is 1.5e-6 above the floor
+    (its contacts appear along its free z)."""
     rng = np.random.default_rng(seed)
     xml = """<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="3 3 .1"/>
       <body pos="0 0 .1"><freejoint/><geom size=".1"/></body>
@@ -3109,7 +3110,11 @@ def one_call_scene(seed: int, count: int) -> list:
       <body pos="1 0 .1"><freejoint/><geom size=".1" condim="1"/></body>
       <body pos="0 1 .2"><freejoint/><geom type="cylinder" size=".05 .1" euler=".5 0 0"/></body>
       <body pos="-1 0 1"><joint name="arm" type="hinge" axis="1 0 0" range="-.5 .5" limited="true" frictionloss=".3"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -.25" size=".03"/></body></worldbody>
+        <geom type="capsule" fromto="0 0 0 0 0 -.25" size=".03"/></body>
+      <body pos="2 2 1"><joint name="a" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .2 0 0" size=".02" contype="0"
+        conaffinity="0"/><body pos=".2 0 0"><joint name="b" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .2 0 0"
+        size=".02" contype="0" conaffinity="0"/></body></body></worldbody>
+      <equality><joint joint1="a" joint2="b" polycoef="0 .5 .3 .1 0"/></equality>
       <actuator><motor joint="arm" gear="2"/></actuator></mujoco>"""
     m = exact_solver(mujoco.MjModel.from_xml_string(xml))
     model, out = engine.from_mujoco(m), []
@@ -3119,6 +3124,7 @@ def one_call_scene(seed: int, count: int) -> list:
             q[7 * body + 2] = 0.1 + (1.5e-6 if k == count - 1 and body == 1 else rng.choice([-1e-3, -1e-3, 2e-2]))
         q[23] = 0.1 * np.cos(0.5) + 0.05 * np.sin(0.5) + rng.choice([-1e-3, 2e-2])   # the cylinder's rim on the floor
         q[28] = rng.choice([0.2, 0.5 + 1e-3, 0.5 - 1e-7])
+        q[29:31] = 0.3, -0.2                                             # the coupled hinges, off their equality
         out.append((model, q, rng.normal(size=m.nv) * 0.1, rng.normal(size=1)))
     return out
 
@@ -3167,8 +3173,9 @@ def test_the_one_call_takes_a_batch_on_threads_as_state_by_state(monkeypatch):
     native.CONSTRAINED_STEP call (its states on threads, each one call): every state's A and B within 1e-13 of the
     calls' (ONE_CALL False) state by state, the states with the cylinder on the floor left to the calls (status 2) and
     done there; the batch with the box's state (a contact appearing) refused naming that state."""
-    states = [s for s in one_call_scene(5, 16) if s[1][28] != 0.5 - 1e-7]
-    Q, QD, C = (np.stack([s[k] for s in states[:-1]]) for k in (1, 2, 3))
+    *states, box = one_call_scene(5, 16)
+    states = [s for s in states if s[1][28] != 0.5 - 1e-7]
+    Q, QD, C = (np.stack([s[k] for s in states]) for k in (1, 2, 3))
     model = states[0][0]
     statuses, step = [], native.CONSTRAINED_STEP
 
@@ -3184,7 +3191,8 @@ def test_the_one_call_takes_a_batch_on_threads_as_state_by_state(monkeypatch):
         A_k, B_k = derivatives.step_derivatives(model, Q[k], QD[k], ctrl=C[k], constraints=True)
         assert np.abs(A[k] - A_k).max() <= 1e-13 * np.abs(A_k).max() and np.abs(B[k] - B_k).max() <= 1e-13 * np.abs(B_k).max()
     monkeypatch.setattr(derivatives, "ONE_CALL", True)
-    Q, QD, C = (np.stack([s[k] for s in states]) for k in (1, 2, 3))
+    box[1][28] = 0.2                                                     # the arm off its limit: the box's contacts alone
+    Q, QD, C = (np.stack([s[k] for s in states + [box]]) for k in (1, 2, 3))
     with pytest.raises(InvalidStateError, match=f"state {len(Q) - 1} of {len(Q)}"):
         derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)
 

@@ -375,15 +375,15 @@ def _one_call_tables(model: Model) -> dict | None:
     without contacts); turns (Model.dof_turns); R_FLOOR, STIFF_ROWS, _FD_POINT_WEIGHTS and the solver's tolerance and
     iterations. None for a model whose solves it never takes: without dofs, one the compiled solver does not run (a
     left-out pair where it collides, noslip), a power-1 impedance (power_one: _refuse_impedance_kinks), limited tendons
-    (_moving_dofs: every dof), a limited ball joint (its limit differenced), the elliptic cone or an equality active
-    from the start (their rows differenced, or _anchor_rows' and _joint_equality_rows'): each state would be declined
+    (_moving_dofs: every dof), a limited ball joint (its limit differenced), the elliptic cone, or a connect, weld or
+    tendon equality active from the start (their rows differenced, or _anchor_rows'): each state would be declined
     after its solve."""
     opt = model.opt
     limited_ball = opt.limit and (model.jnt_limited & (model.jnt_type == joints.BALL)).any()
     if not model.nv or not (native.compiled_solver(model) and native.runs(model)) or opt.noslip_iterations > 0 or \
             (collision.has_contacts(model) and (model.unsupported or len(engine.collision.candidates(model)[1]))) or \
             constraint.power_one(model) or (opt.limit and model.tendon_limited.any()) or limited_ball or \
-            opt.cone == "elliptic" or (opt.equality and model.eq_active0.any()):
+            opt.cone == "elliptic" or (opt.equality and (model.eq_active0 & (model.eq_type != JOINT)).any()):
         return None
     joints_limited, adr, low, high, margin, ball = _limited_joints(model) if opt.limit else (np.zeros(0, np.intp),) * 6
     dofs = np.flatnonzero(collision.contact_dofs(model)) if collision.has_contacts(model) else np.zeros(0, np.intp)
@@ -3037,7 +3037,8 @@ def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple
     CONSTRAINED_STEP: the contacts, the smooth forces and
     the solve, terms() and compiled_terms() where every row's q-derivative is analytic and no dof moves one -- planes on
     bodies no dof moves against spheres, boxes and capsules (not near upright), sphere and capsule pairs, dim 1 or 3 on
-    the pyramid; hinge and slide limits away from their switch; dofs' friction loss -- every contact dof proven still
+    the pyramid; hinge and slide limits away from their switch; joint equalities; dofs' friction loss -- every contact
+    dof proven still
     or detected and held, then the step); status nonzero (each state's) where the state is outside that, or near one of
     terms()' refusals, its A and B undefined (the calls of _compiled_constrained then, the NumPy text's seams, name
     what is wrong); None where the model is outside it (_one_call_tables). The same arithmetic as those calls but a geom axis's
