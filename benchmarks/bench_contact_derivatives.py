@@ -10,11 +10,11 @@ States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_cont
 mj_step from its start state (task_models.start), and the Panda in its scene (its fingers' joint equality, 20 steps
 from its home keyframe with the fingers at 0.03 m), each with its own integrator, the solver at tolerance 1e-15.
 Timed: physai's call (where every row's q-derivative is analytic -- plane-sphere/capsule/box contacts,
-sphere/capsule pairs, hinge limits, friction loss: the G1's and the humanoid's states -- the whole state in one compiled
-call, derivatives._one_call; elsewhere, as for the Panda's joint equality, the smooth forces and the solve in one
-compiled call, the other rows rebuilt at 4 points along each dof that moves one of them, their contacts and rows each
-in one compiled call, the step in another; along the other dofs, those the proof does not clear detected at +-2e-6 for
-a contact appearing, proof and detection in one compiled call), MuJoCo's mjd_transitionFD with forward differences
+sphere/capsule pairs, hinge limits, joint equalities, friction loss: the three states here -- the whole state in one
+compiled call, derivatives._one_call; elsewhere the smooth forces and the solve in one compiled call, the other rows
+rebuilt at 4 points along each dof that moves one of them, their contacts and rows each in one compiled call, the step
+in another; along the other dofs, those the proof does not clear detected at +-2e-6 for a contact appearing, proof and
+detection in one compiled call), MuJoCo's mjd_transitionFD with forward differences
 (eps 1e-6) and centred ones; ratio = physai / MuJoCo's (below 1: physai is faster; issue U's target is 0.1 against the
 forward differences). Also printed: the largest
 difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest

@@ -2877,8 +2877,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             still dofs' proof and detection another (_checked_still), and everything after the rows' derivatives one
             more, per state (_compiled_constrained); the refusals, the rows' differences and rk4's stages run on the NumPy text, the
             discrete step's rows and solve NumPy's, as its engine's. Where every row is analytic and no dof moves one
-            (planes against spheres, capsules and boxes, sphere and capsule pairs, hinge and slide limits, friction
-            loss; away from the refusals' switches; margins False) the whole state is one compiled call (_one_call).
+            (planes against spheres, capsules and boxes, sphere and capsule pairs, hinge and slide limits, joint
+            equalities, friction loss; away from the refusals' switches; margins False) the whole state is one
+            compiled call (_one_call), a batch's states on threads.
         margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
             RK4's stages): where they are small the linearisation holds only that close.
 
