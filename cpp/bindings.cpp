@@ -1555,10 +1555,11 @@ struct OneCallSetup {
 // one state's constrained step in one call (CONSTRAINED_STEP's): the contacts at q (collision.h's detect), the smooth
 // forces and the solve (the constraint kernel's forward with its front), the bodies' poses (BODY_POSES), the pairs'
 // bodies' Jacobians (JACOBIAN), the rows' terms (one_call_terms), every contact dof proven still or detected at its
-// points and held (proven_still, still_check), then the step kernel into A (2 nv, 2 nv), B (2 nv, nu). 0, or why the
-// state is left to the NumPy text (OneCallDecline; A and B then undefined). No Python: a batch's threads run it
+// points and held (proven_still, still_check), then the step kernel into A (2 nv, 2 nv), B (2 nv, nu), and the margins
+// (4: one_call_margins). 0, or why the state is left to the NumPy text (OneCallDecline; A, B and the margins then
+// undefined). No Python: a batch's threads run it
 int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const double *q, const double *qd,
-                   const double *ctrl, const double *applied, double *A, double *B) {
+                   const double *ctrl, const double *applied, double *A, double *B, double *margins) {
     const int64_t nv = m.nv, nbody = m.nbody;
     const OneCallTables &T = u.tables;
     w.detected.clear();                                                 // the contacts at q, packed, and their geoms
@@ -1622,7 +1623,9 @@ int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const 
     call.q = Input{q, m.nq}, call.qd = Input{qd, nv}, call.ctrl = Input{ctrl, u.act->nu}, call.qfrc = Input{applied, nv};
     call.opt = u.opt, call.constrained = &terms, call.A = A, call.B = B, call.status = &step_status;
     scalar::step_derivative_kernels.run(m, *u.act, *w.step, call, 0, 1);
-    return step_status ? int(ONE_CALL_STEP) : int(ONE_CALL_TAKEN);
+    if (step_status) return ONE_CALL_STEP;
+    one_call_margins(m, T, w.rows, contacts, w.geom.data(), w.poses.data() + 3 * nbody, w.qacc.data(), margins);
+    return ONE_CALL_TAKEN;
 }
 
 // CONSTRAINED_STEP: step_derivatives(constraints=True) of one state or N of euler, implicit or implicitfast, each in
@@ -1630,8 +1633,9 @@ int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const 
 // there; one_call_state). q (nq,) or (N, nq), qd likewise; options: step_derivatives' (ctrl (N, nu), qfrc_applied (N,
 // nv) or None); tables: derivatives._one_call_tables' dict (still: the still tables; OneCallTables' arrays and numbers;
 // tolerance, iterations: the solver's). One state here with the compiled model's kept workspaces, N on threads (the GIL
-// released), each with its own. (A (N, 2 nv, 2 nv), B (N, 2 nv, nu), status (N)) (no N for one state): 0, or why the
-// state is left to the NumPy text (OneCallDecline; its A and B then undefined), which names what is wrong
+// released), each with its own. (A (N, 2 nv, 2 nv), B (N, 2 nv, nu), status (N), margins (N, 4)) (no N for one
+// state): status 0, or why the state is left to the NumPy text (OneCallDecline; its A, B and margins then undefined),
+// which names what is wrong
 nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
@@ -1678,11 +1682,15 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     nb::object A = new_array(nd, da + 3 - nd, NPY_DOUBLE, a), B = new_array(nd, db + 3 - nd, NPY_DOUBLE, b);
     nb::object status = new_array(1, da, NPY_INT64, st);
     int64_t *out = static_cast<int64_t *>(st);
+    const npy_intp dm[2] = {npy_intp(N), 4};
+    void *mg;
+    nb::object margins = new_array(nd - 1, dm + 3 - nd, NPY_DOUBLE, mg);
     auto state = [&](OneCallWork &w, int64_t s) {
         out[s] = one_call_state(m, u, w, call.q.data + s * call.q.stride, call.qd.data + s * call.qd.stride,
                                 call.ctrl.data ? call.ctrl.data + s * call.ctrl.stride : nullptr,
                                 call.qfrc.data ? call.qfrc.data + s * call.qfrc.stride : nullptr,
-                                static_cast<double *>(a) + s * 4 * nv * nv, static_cast<double *>(b) + s * 2 * nv * nu);
+                                static_cast<double *>(a) + s * 4 * nv * nv, static_cast<double *>(b) + s * 2 * nv * nu,
+                                static_cast<double *>(mg) + s * 4);
     };
     if (N == 1) {                                                       // the compiled model's workspaces, the GIL held
         std::unique_ptr<OneCallWork> &kept = nm.one_call;
@@ -1706,7 +1714,7 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
         }
         if (stop) throw nb::python_error();                            // a signal: the results discarded
     }
-    return nb::make_tuple(A, B, batch < 0 ? nb::object(nb::int_(out[0])) : status);
+    return nb::make_tuple(A, B, batch < 0 ? nb::object(nb::int_(out[0])) : status, margins);
 }
 
 // _native.call: one entry for every operation

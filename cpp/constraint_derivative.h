@@ -926,6 +926,47 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
     return ONE_CALL_TAKEN;
 }
 
+// step_derivatives' margins (4) of a solve one_call_terms took (its rows r at the optimum a, contacts c, geom pairs geom,
+// the bodies' xmat): switch_margins' [0] the smallest distance of a row's jar = J a - aref from the edge of its state (a
+// friction loss row's from +-R frictionloss, a one-sided row's |jar|) and [1] the smallest margin - pos of a limit's
+// or a contact's first row; _break_margins' [2] inf (no power-1 impedance: the one call declines those) and [3] the
+// smallest | |n_y| - 1/2 | of a contact of dim > 1 on make_frame's default tangent and |a - n (n . a)| of a capsule's
+// on a plane (dim > 1); inf where there is none
+inline void one_call_margins(const Model &m, const OneCallTables &T, const RowsOut &r, const Contacts &c,
+                             const int64_t *geom, const double *xmat, const double *a, double *margins) {
+    const int64_t nv = m.nv, nefc = r.sizes[0], ne = r.sizes[1], nf = r.sizes[2];
+    double edge = STILL_INF, leave = STILL_INF, frames = STILL_INF;
+    for (int64_t i = ne; i < nefc; i++) {
+        double jar = -r.aref[size_t(i)];
+        for (int64_t k = 0; k < nv; k++) jar += r.J[size_t(i * nv + k)] * a[k];
+        if (i < ne + nf) {                                              // friction loss: from +-R frictionloss
+            double Rf = r.R[size_t(i)] * r.frictionloss[size_t(i)];
+            edge = std::min(edge, r.state[size_t(i)] == QUADRATIC ? std::min(jar + Rf, Rf - jar) : std::fabs(std::fabs(jar) - Rf));
+        } else {
+            edge = std::min(edge, std::fabs(jar));
+        }
+        if (r.type[size_t(i)] == LIMIT_JOINT || r.type[size_t(i)] == LIMIT_TENDON) leave = std::min(leave, r.margin[size_t(i)] - r.pos[size_t(i)]);
+    }
+    for (int64_t k = 0; k < c.n; k++) {
+        int64_t first = r.contact_row[size_t(k)];
+        if (first < 0) continue;
+        leave = std::min(leave, r.margin[size_t(first)] - r.pos[size_t(first)]);
+        if (c.dim(k) < 2) continue;
+        StillState S;                                                   // default_frame reads the packed contact
+        S.floats = c.f, S.nc = c.n;
+        const double *n = c.frame(k);
+        if (default_frame(S, k)) frames = std::min(frames, std::fabs(std::fabs(n[1]) - 0.5));
+        if (m.geom_type[geom[2 * k]] == GEOM_PLANE && m.geom_type[geom[2 * k + 1]] == GEOM_CAPSULE) {   // _axis_sine
+            double axis[3], y[3];
+            world_axis(T, xmat, c.body2(k), geom[2 * k + 1], axis);
+            const double along = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2];
+            for (int x = 0; x < 3; x++) y[x] = axis[x] - n[x] * along;
+            frames = std::min(frames, std::sqrt(dot3(y, y)));
+        }
+    }
+    margins[0] = edge, margins[1] = leave, margins[2] = STILL_INF, margins[3] = frames;
+}
+
 // _Constraints.terms and compiled_terms of one solve (its rows r, contacts c with geom pairs geom (nc, 2), q, the
 // bodies' xpos (nbody, 3) and xmat (nbody, 9) at q, jac (nbody, 6, nv) the pairs' bodies' Jacobians, M (nv, nv)) where
 // every row's q-derivative is analytic and no dof moves one: a dof's friction loss (none), a hinge's or slide's limit

@@ -2100,6 +2100,7 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
     model = engine.from_mujoco(m)
     ran, terms = [], []
     compiled, arrays = derivatives._compiled_constrained, derivatives._Constraints.compiled_terms
+    monkeypatch.setattr(derivatives, "ONE_CALL", False)                 # the calls' terms (the one call: its own test)
     monkeypatch.setattr(derivatives, "_compiled_constrained", lambda *a, **k: ran.append(compiled(*a, **k)) or ran[-1])
     monkeypatch.setattr(derivatives._Constraints, "compiled_terms", lambda *a: terms.append(arrays(*a)) or terms[-1])
     out = {}
@@ -3136,7 +3137,8 @@ def test_the_one_call_gives_the_calls_outcome(monkeypatch):
     (contacts resting or lifted, a limit away from or 1e-7 from its switch, a box a few ROW_STEP above the floor), the
     G1 standing, two arms' spheres touching on a free ball, proving_scene's capsules on the floor and across each other
     (one near a switch) and proven_piles' meshes, cylinders and ellipsoids: the same A and B within 1e-13 of the
-    largest entry (the same arithmetic but a geom axis's product, 1e-16 apart), or the same refusal; some states taken,
+    largest entry (the same arithmetic but a geom axis's product, 1e-16 apart) and the same margins (margins=True:
+    within 1e-12, jar = J a - aref summed in another order), or the same refusal; some states taken,
     some left (each decline's code: a contact kind, a limit near its switch, a contact appearing along a still dof)."""
     calls, step = [], native.CONSTRAINED_STEP
 
@@ -3155,15 +3157,19 @@ def test_the_one_call_gives_the_calls_outcome(monkeypatch):
         for one in (True, False):
             monkeypatch.setattr(derivatives, "ONE_CALL", one)
             try:
-                outcomes.append(derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True))
+                outcomes.append(derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True, margins=True))
             except InvalidStateError as e:
                 outcomes.append(str(e))
         if isinstance(outcomes[1], str):
             assert outcomes[0] == outcomes[1]
             continue
         taken += 1
-        for x, y in zip(*outcomes):
+        for x, y in zip(outcomes[0][:2], outcomes[1][:2]):
             assert np.abs(x - y).max(initial=0.0) <= 1e-13 * np.abs(y).max(initial=0.0)
+        mine, theirs = outcomes[0][2], outcomes[1][2]                    # the margins: inf alike, else within 1e-12
+        assert np.array_equal(np.isinf(mine), np.isinf(theirs))
+        finite = np.isfinite(theirs)
+        assert (np.abs(mine - theirs)[finite] <= 1e-12 * np.maximum(1.0, np.abs(theirs[finite]))).all()
     assert taken > 0 and 0 in calls and {2, 4, 7} <= set(calls)
 
 
@@ -3171,8 +3177,9 @@ def test_the_one_call_gives_the_calls_outcome(monkeypatch):
 def test_the_one_call_takes_a_batch_on_threads_as_state_by_state(monkeypatch):
     """A batch of one_call_scene's states that step_derivatives takes (not near the limit's switch) in one
     native.CONSTRAINED_STEP call (its states on threads, each one call): every state's A and B within 1e-13 of the
-    calls' (ONE_CALL False) state by state, the states with the cylinder on the floor left to the calls (status 2) and
-    done there; the batch with the box's state (a contact appearing) refused naming that state."""
+    calls' (ONE_CALL False) state by state and its margins within 1e-12 (margins=True), the states with the cylinder
+    on the floor left to the calls (status 2) and done there; the batch with the box's state (a contact appearing)
+    refused naming that state."""
     *states, box = one_call_scene(5, 16)
     states = [s for s in states if s[1][28] != 0.5 - 1e-7]
     Q, QD, C = (np.stack([s[k] for s in states]) for k in (1, 2, 3))
@@ -3184,12 +3191,14 @@ def test_the_one_call_takes_a_batch_on_threads_as_state_by_state(monkeypatch):
         statuses.append(out[2])
         return out
     monkeypatch.setattr(native, "CONSTRAINED_STEP", spy)
-    A, B = derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)
+    A, B, margins = derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True, margins=True)
     assert len(statuses) == 1 and statuses[0].shape == (len(Q),) and 0 in statuses[0] and 2 in statuses[0]
     monkeypatch.setattr(derivatives, "ONE_CALL", False)
     for k in range(len(Q)):
-        A_k, B_k = derivatives.step_derivatives(model, Q[k], QD[k], ctrl=C[k], constraints=True)
+        A_k, B_k, margins_k = derivatives.step_derivatives(model, Q[k], QD[k], ctrl=C[k], constraints=True, margins=True)
         assert np.abs(A[k] - A_k).max() <= 1e-13 * np.abs(A_k).max() and np.abs(B[k] - B_k).max() <= 1e-13 * np.abs(B_k).max()
+        assert np.array_equal(np.isinf(margins[k]), np.isinf(margins_k))
+        assert np.allclose(margins[k][np.isfinite(margins_k)], margins_k[np.isfinite(margins_k)], rtol=1e-12, atol=1e-12)
     monkeypatch.setattr(derivatives, "ONE_CALL", True)
     box[1][28] = 0.2                                                     # the arm off its limit: the box's contacts alone
     Q, QD, C = (np.stack([s[k] for s in states + [box]]) for k in (1, 2, 3))

@@ -2878,8 +2878,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             more, per state (_compiled_constrained); the refusals, the rows' differences and rk4's stages run on the NumPy text, the
             discrete step's rows and solve NumPy's, as its engine's. Where every row is analytic and no dof moves one
             (planes against spheres, capsules and boxes, sphere and capsule pairs, hinge and slide limits, joint
-            equalities, friction loss; away from the refusals' switches; margins False) the whole state is one
-            compiled call (_one_call), a batch's states on threads.
+            equalities, friction loss; away from the refusals' switches) the whole state is one compiled call
+            (_one_call), a batch's states on threads.
         margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
             RK4's stages): where they are small the linearisation holds only that close.
 
@@ -2967,12 +2967,14 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     else:
         size = 2 * nv + na
         A, B, redo = np.empty((n, size, size)), np.empty((n, size, nu)), range(n)
-        if constrained and not margins and act is None and n > 1 and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:
+        if constrained and act is None and n > 1 and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:
             found = _one_call(model, name, h, euler_damping, x["q"], x["qd"], x.get("ctrl"), x.get("qfrc_applied"))
             if found is not None:                      # the batch in one compiled call, on threads: the rest state by state
-                A, B, status = found
+                A, B, status, taken_margins = found
                 redo, tried = status.nonzero()[0].tolist(), True
     distances = np.full((n, 4), np.inf)
+    if tried:                                          # the one call's states' margins
+        distances[status == 0] = taken_margins[status == 0]
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
         act_k = x["act"][k] if "act" in x else None      # the NumPy text's alone: numpy_only keeps activations from the kernel
@@ -3014,10 +3016,10 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
     its solve and the retraction (acceleration, step_derivative). ((A, B), margins (4,)), or None where the kernel
     declines the state (the NumPy text then redoes it and names what is wrong)."""
-    if one_call and not margins and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:   # one compiled call where it takes it
+    if one_call and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:   # one compiled call where it takes the state
         found = _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied)
         if found is not None and not found[2]:
-            return found[:2], np.full(4, np.inf)
+            return found[:2], found[3]
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
     s.constraints.measure = margins                    # the margins (switch_margins, _break_margins) only when asked
@@ -3033,8 +3035,9 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
 
 
 def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple | None:
-    """_compiled_constrained's (A, B, status) of one state (q (nq,), qd (nv,), ctrl (nu,) or None, qfrc_applied (nv,) or
-    None) or N (q (N, nq), ..., ctrl (N, nu)), each in one compiled call, a batch's states on threads (native.
+    """_compiled_constrained's (A, B, status, margins) of one state (q (nq,), qd (nv,), ctrl (nu,) or None,
+    qfrc_applied (nv,) or None) or N (q (N, nq), ..., ctrl (N, nu)), each in one compiled call, a batch's states on
+    threads, margins step_derivatives' (switch_margins', _break_margins') (native.
     CONSTRAINED_STEP: the contacts, the smooth forces and
     the solve, terms() and compiled_terms() where every row's q-derivative is analytic and no dof moves one -- planes on
     bodies no dof moves against spheres, boxes and capsules (not near upright), sphere and capsule pairs, dim 1 or 3 on
