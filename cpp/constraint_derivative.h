@@ -651,9 +651,9 @@ inline double separation(const StillTables &T, const StillFrames &F, int64_t g1,
     return dot3(d, n) - low;
 }
 
-// _Constraints._default_frames of contact c: its first tangent make_frame's default
-inline bool default_frame(const StillState &S, int64_t c) {
-    const double *frame = S.floats + PACKED_WIDTH * c + 3, *n = frame;
+// _Constraints._default_frames of a contact (floats: its packed row): its first tangent make_frame's default
+inline bool default_frame(const double *floats) {
+    const double *frame = floats + 3, *n = frame;
     double y0[3] = {0.0, std::fabs(n[1]) < 0.5 ? 1.0 : 0.0, std::fabs(n[1]) < 0.5 ? 0.0 : 1.0};
     double along = dot3(n, y0), y[3];
     for (int i = 0; i < 3; i++) y[i] = y0[i] - n[i] * along;
@@ -705,7 +705,7 @@ inline std::vector<double> touching_rooms(const StillTables &T, const StillFrame
             double sine = std::sqrt(std::max(1.0 - uv * uv, 0.0));
             double turning = 2 * T.row_step * turn_max + 1e-9;
             bool parallel = kind[a] == GEOM_CAPSULE && kind[b] == GEOM_CAPSULE && sine <= 1e-4 + turning;
-            bool framed = S.ints[3 * first] > 1 && default_frame(S, first);
+            bool framed = S.ints[3 * first] > 1 && default_frame(S.floats + PACKED_WIDTH * first);
             bool grouped = std::isfinite(group[first]);                 // its point may outrun its geoms
             r = parallel || framed || grouped ? -STILL_INF : m - S.floats[PACKED_WIDTH * first + 12];
         }
@@ -867,6 +867,17 @@ inline void world_axis(const OneCallTables &T, const double *xmat, int64_t body,
         out[i] = body < 0 ? a[i] : xmat[9 * body + 3 * i] * a[0] + xmat[9 * body + 3 * i + 1] * a[1] + xmat[9 * body + 3 * i + 2] * a[2];
 }
 
+// _axis_sine: geom g's z axis in the world (world_axis) into axis, its n . a into along, and |a - n (n . a)|, the sine
+// of its angle from the contact's normal n
+inline double axis_sine(const OneCallTables &T, const double *xmat, int64_t body, int64_t g, const double *n, double *axis,
+                        double &along) {
+    world_axis(T, xmat, body, g, axis);
+    along = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2];
+    double y[3];
+    for (int i = 0; i < 3; i++) y[i] = axis[i] - n[i] * along;
+    return std::sqrt(dot3(y, y));
+}
+
 // a contact's kind of geom: a sphere or a capsule (a segment, _segment_pairs')
 inline bool segment_geom(int64_t kind) { return kind == GEOM_SPHERE || kind == GEOM_CAPSULE; }
 
@@ -952,16 +963,11 @@ inline void one_call_margins(const Model &m, const OneCallTables &T, const RowsO
         if (first < 0) continue;
         leave = std::min(leave, r.margin[size_t(first)] - r.pos[size_t(first)]);
         if (c.dim(k) < 2) continue;
-        StillState S;                                                   // default_frame reads the packed contact
-        S.floats = c.f, S.nc = c.n;
         const double *n = c.frame(k);
-        if (default_frame(S, k)) frames = std::min(frames, std::fabs(std::fabs(n[1]) - 0.5));
-        if (m.geom_type[geom[2 * k]] == GEOM_PLANE && m.geom_type[geom[2 * k + 1]] == GEOM_CAPSULE) {   // _axis_sine
-            double axis[3], y[3];
-            world_axis(T, xmat, c.body2(k), geom[2 * k + 1], axis);
-            const double along = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2];
-            for (int x = 0; x < 3; x++) y[x] = axis[x] - n[x] * along;
-            frames = std::min(frames, std::sqrt(dot3(y, y)));
+        if (default_frame(c.f + CONTACT_FLOATS * k)) frames = std::min(frames, std::fabs(std::fabs(n[1]) - 0.5));
+        if (m.geom_type[geom[2 * k]] == GEOM_PLANE && m.geom_type[geom[2 * k + 1]] == GEOM_CAPSULE) {
+            double axis[3], along;
+            frames = std::min(frames, axis_sine(T, xmat, c.body2(k), geom[2 * k + 1], n, axis, along));
         }
     }
     margins[0] = edge, margins[1] = leave, margins[2] = STILL_INF, margins[3] = frames;
@@ -970,9 +976,10 @@ inline void one_call_margins(const Model &m, const OneCallTables &T, const RowsO
 // _Constraints.terms and compiled_terms of one solve (its rows r, contacts c with geom pairs geom (nc, 2), q, the
 // bodies' xpos (nbody, 3) and xmat (nbody, 9) at q, jac (nbody, 6, nv) the pairs' bodies' Jacobians, M (nv, nv)) where
 // every row's q-derivative is analytic and no dof moves one: a dof's friction loss (none), a hinge's or slide's limit
-// (dJ 0, dpos its J), a joint equality (dJ -poly'' on its second joint's dof, dpos its J), a plane on a body no dof moves against a sphere, a box or a capsule (not upright within 1e-12 of
-// 1 - (n . a)^2, nor of dim 3 within 4 ROW_STEP of it), dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's plane_contacts),
-// two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
+// (dJ 0, dpos its J), a joint equality (dJ -poly'' on its second joint's dof, dpos its J), a plane on a body no dof
+// moves against a sphere, a box or a capsule (not upright within 1e-12 of 1 - (n . a)^2, nor of dim 3 within 4
+// ROW_STEP of it), dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's
+// plane_contacts), two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
 // power_one: the caller's tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs),
 // not stiff (STIFF_ROWS); daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the
 // state whole and names what it refuses)
@@ -1020,11 +1027,8 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
             return ONE_CALL_CONTACT;
         double axis[3] = {0, 0, 0};
         if (kind == GEOM_CAPSULE) {                                     // its axis: not upright (_analytic_plane_indices,
-            world_axis(T, xmat, b2, g2, axis);                          // _refuse_upright_capsules)
-            const double *n = c.frame(k);
-            double along = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2], y[3];
-            for (int i = 0; i < 3; i++) y[i] = axis[i] - n[i] * along;
-            if (1 - along * along < 1e-12 || (dim > 1 && std::sqrt(dot3(y, y)) < 4 * T.row_step)) return ONE_CALL_CONTACT;
+            double along, sine = axis_sine(T, xmat, b2, g2, c.frame(k), axis, along);   // _refuse_upright_capsules)
+            if (1 - along * along < 1e-12 || (dim > 1 && sine < 4 * T.row_step)) return ONE_CALL_CONTACT;
             if (dim == 1) axis[0] = axis[1] = axis[2] = 0.0;
         }
         out.plane_axis.insert(out.plane_axis.end(), axis, axis + 3);

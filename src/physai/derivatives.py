@@ -3037,16 +3037,15 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
 def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple | None:
     """_compiled_constrained's (A, B, status, margins) of one state (q (nq,), qd (nv,), ctrl (nu,) or None,
     qfrc_applied (nv,) or None) or N (q (N, nq), ..., ctrl (N, nu)), each in one compiled call, a batch's states on
-    threads, margins step_derivatives' (switch_margins', _break_margins') (native.
-    CONSTRAINED_STEP: the contacts, the smooth forces and
-    the solve, terms() and compiled_terms() where every row's q-derivative is analytic and no dof moves one -- planes on
-    bodies no dof moves against spheres, boxes and capsules (not near upright), sphere and capsule pairs, dim 1 or 3 on
-    the pyramid; hinge and slide limits away from their switch; joint equalities; dofs' friction loss -- every contact
-    dof proven still
-    or detected and held, then the step); status nonzero (each state's) where the state is outside that, or near one of
-    terms()' refusals, its A and B undefined (the calls of _compiled_constrained then, the NumPy text's seams, name
-    what is wrong); None where the model is outside it (_one_call_tables). The same arithmetic as those calls but a geom axis's
-    product (xmat times its axis in the body: 1e-16)."""
+    threads (native.CONSTRAINED_STEP): the contacts, the smooth forces and the solve, terms() and compiled_terms() where
+    every row's q-derivative is analytic and no dof moves one -- planes on bodies no dof moves against spheres, boxes
+    and capsules (not near upright), sphere and capsule pairs, dim 1 or 3 on the pyramid; hinge and slide limits away
+    from their switch; joint equalities; dofs' friction loss -- every contact dof proven still or detected and held, the
+    step, and step_derivatives' margins (switch_margins', _break_margins'). status nonzero (each state's) where the
+    state is outside that, or near one of terms()' refusals, its A, B and margins undefined (the calls of
+    _compiled_constrained then, the NumPy text's seams, name what is wrong); None where the model is outside it
+    (_one_call_tables). The same arithmetic as those calls but a geom axis's product (xmat times its axis in the body:
+    1e-16)."""
     tables = _one_call_tables(model)
     if tables is None:
         return None
