@@ -21,7 +21,10 @@ difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps
 entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs. Last column: physai
 and the forward differences timed back to back in each of 205 short rounds (bench_dynamics.paired_times: a short round
 often runs undisturbed on a loaded machine), the ratio of their best rounds; text: the largest difference of A and B
-(each relative to its largest entry) from the NumPy text's (COMPILED_STEP False; 0 with --numpy-step).
+(each relative to its largest entry) from the NumPy text's (COMPILED_STEP False; 0 with --numpy-step). physai's solve starts from the
+state's d.qacc_warmstart (step_derivatives' qacc_warmstart), the start mjd_transitionFD gives each of its steps (it
+restores d.qacc_warmstart before each); cold: physai's time without it (the unconstrained accelerations' start), over
+the forward differences'.
 
 Then the compiled detection alone at the call's checked points (those _Constraints._moved_contacts detects without
 the proof, recorded on the NumPy text's path (_checks_compiled off: the call itself proves and detects them in one
@@ -102,26 +105,28 @@ def state(make) -> tuple:
 def row(name: str, make) -> str:
     m, d = state(make)
     model = engine.from_mujoco(m)
-    q, qd, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy() if m.nu else None
-    A, B = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
+    q, qd, ctrl, warm = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy() if m.nu else None, d.qacc_warmstart.copy()
+    A, B = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True, qacc_warmstart=warm)
     fine, coarse = transition_fd(m, d, 1e-6, True), transition_fd(m, d, 2e-6, True)
     ref = [(4 * fine[k] - coarse[k]) / 3 for k in (0, 1)]
     err = [np.abs(X - R).max() / np.abs(R).max() for X, R in zip((A, B), ref)]
-    text = against_text(model, q, qd, ctrl, A, B)
-    physai = best_time(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True), budget=2.0)
+    text = against_text(model, q, qd, ctrl, warm, A, B)
+    call = lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True, qacc_warmstart=warm)  # noqa: E731
+    physai = best_time(call, budget=2.0)
+    cold = best_time(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True), budget=2.0)
     forward = best_time(lambda: transition_fd(m, d, 1e-6, False), budget=1.0)
     centred = best_time(lambda: transition_fd(m, d, 1e-6, True), budget=1.0)
-    ours, theirs = paired_times(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True),
-                                lambda: transition_fd(m, d, 1e-6, False))
+    ours, theirs = paired_times(call, lambda: transition_fd(m, d, 1e-6, False))
     return (f"{name:12s} {m.nv:3d} {d.ncon:4d} {d.nefc:5d} {1e3 * physai:9.2f} {1e3 * forward:9.2f} {1e3 * centred:9.2f} "
-            f"{physai / forward:8.2f} {physai / centred:8.2f}   {err[0]:.1e} {err[1]:.1e} {ours.min() / theirs.min():8.2f}  {text:.1e}")
+            f"{physai / forward:8.2f} {physai / centred:8.2f} {cold / forward:6.2f}   {err[0]:.1e} {err[1]:.1e} "
+            f"{ours.min() / theirs.min():8.2f}  {text:.1e}")
 
 
-def against_text(model, q, qd, ctrl, A, B) -> float:
+def against_text(model, q, qd, ctrl, warm, A, B) -> float:
     """The largest difference of (A, B) from the NumPy text's (COMPILED_STEP False), each relative to its largest entry."""
     compiled, derivatives.COMPILED_STEP = derivatives.COMPILED_STEP, False
     try:
-        At, Bt = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
+        At, Bt = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True, qacc_warmstart=warm)
     finally:
         derivatives.COMPILED_STEP = compiled
     return max(np.abs(X - T).max() / np.abs(T).max() for X, T in zip((A, B), (At, Bt)))
@@ -130,21 +135,25 @@ def against_text(model, q, qd, ctrl, A, B) -> float:
 def batched(name: str, make, n: int = 16) -> str:
     """n states in one step_derivatives call (the state, its qd moved by 1e-3 normal noise, seed 0): milliseconds a state
     (wall, and the process's CPU time over both threads), against mjd_transitionFD's forward differences at the state
-    (one thread: MuJoCo has no batched call), and the batch's largest difference from the same states one by one."""
+    (one thread: MuJoCo has no batched call), and the batch's largest difference from the same states one by one; each
+    state's solve from d.qacc_warmstart (cold: the batch's wall time without it, over the forward differences')."""
     m, d = state(make)
     model = engine.from_mujoco(m)
     rng = np.random.default_rng(0)
     Q, QD = np.repeat(d.qpos[None], n, axis=0), d.qvel + rng.normal(size=(n, m.nv)) * 1e-3
     C = np.repeat(d.ctrl[None], n, axis=0) if m.nu else None
-    A, _ = derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)
+    W = np.repeat(d.qacc_warmstart[None], n, axis=0)
+    A, _ = derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True, qacc_warmstart=W)
     alone = max(np.abs(A[k] - derivatives.step_derivatives(model, Q[k], QD[k], ctrl=None if C is None else C[k],
-                                                           constraints=True)[0]).max() / np.abs(A[k]).max() for k in range(n))
-    call = lambda: derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)   # noqa: E731
+                                                           constraints=True, qacc_warmstart=W[k])[0]).max()
+                / np.abs(A[k]).max() for k in range(n))
+    call = lambda: derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True, qacc_warmstart=W)  # noqa: E731
     wall = best_time(call, budget=2.0) / n
     cpu = min(timeit.Timer(call, timer=time.process_time).repeat(5, 20)) / (20 * n)
+    cold = best_time(lambda: derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True), budget=2.0) / n
     forward = best_time(lambda: transition_fd(m, d, 1e-6, False), budget=1.0)
     return (f"{name:12s} {n:6d} {native.threads():7d} {1e3 * wall:9.3f} {1e3 * cpu:9.3f} {1e3 * forward:9.2f} "
-            f"{wall / forward:8.3f} {cpu / forward:8.3f}   {alone:.1e}")
+            f"{wall / forward:8.3f} {cpu / forward:8.3f} {cold / forward:6.3f}   {alone:.1e}")
 
 
 def detection(name: str, make) -> str:
@@ -187,13 +196,13 @@ def main() -> None:
           f"COMPILED_STEP {derivatives.COMPILED_STEP}")
     print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated "
           "mjd_transitionFD; paired: physai / forward, best of 205 back-to-back rounds; text: A, B against the NumPy text")
-    print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired    text")
+    print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent  cold   err A   err B   paired    text")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid), ("Panda", panda)):
         print(row(name, make))
     print("\nbatched: n states in one call (their states on the compiled engine's threads), ms a state: wall, and CPU "
           "time over the threads; ratio = physai / mjd_transitionFD's forward differences (one thread) a state; alone: "
           "largest difference of A from the states one by one (relative)")
-    print("model             n threads      wall       cpu   mj fwd    /fwd  cpu/fwd   alone")
+    print("model             n threads      wall       cpu   mj fwd    /fwd  cpu/fwd   cold   alone")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(batched(name, make))
     print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all; "

@@ -1556,10 +1556,10 @@ struct OneCallSetup {
 // forces and the solve (the constraint kernel's forward with its front), the bodies' poses (BODY_POSES), the pairs'
 // bodies' Jacobians (JACOBIAN), the rows' terms (one_call_terms), every contact dof proven still or detected at its
 // points and held (proven_still, still_check), then the step kernel into A (2 nv, 2 nv), B (2 nv, nu), and the margins
-// (4: one_call_margins). 0, or why the state is left to the NumPy text (OneCallDecline; A, B and the margins then
-// undefined). No Python: a batch's threads run it
+// (4: one_call_margins); the solve from warm (nv) where given and its cost is lower. 0, or why the state is left to the
+// NumPy text (OneCallDecline; A, B and the margins then undefined). No Python: a batch's threads run it
 int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const double *q, const double *qd,
-                   const double *ctrl, const double *applied, double *A, double *B, double *margins) {
+                   const double *ctrl, const double *applied, const double *warm, double *A, double *B, double *margins) {
     const int64_t nv = m.nv, nbody = m.nbody;
     const OneCallTables &T = u.tables;
     w.detected.clear();                                                 // the contacts at q, packed, and their geoms
@@ -1572,7 +1572,7 @@ int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const 
     ConstraintCall c;                                                   // the smooth forces and the solve, its rows
     c.op = CONSTRAINT_FORWARD, c.lanes = &isa_kernels(active_isa()), c.q = Input{q, m.nq}, c.qd = Input{qd, nv};
     c.sets.push_back(contacts), c.tolerance = u.tolerance, c.iterations = u.iterations, c.rows = true;
-    c.front = u.act, c.ctrl = Input{ctrl, u.act->nu}, c.applied = Input{applied, nv};
+    c.front = u.act, c.ctrl = Input{ctrl, u.act->nu}, c.applied = Input{applied, nv}, c.warm = Input{warm, nv};
     const size_t V = static_cast<size_t>(nv);
     w.qacc.resize(V), w.qfrc.resize(V), w.f.resize(V), w.M.resize(V * V), w.poses.resize(static_cast<size_t>(12 * nbody));
     double improvement = 0.0;
@@ -1631,7 +1631,7 @@ int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const 
 // CONSTRAINED_STEP: step_derivatives(constraints=True) of one state or N of euler, implicit or implicitfast, each in
 // one call where one_call_terms takes its solve (derivatives._one_call, the compiled twin of _Stepper.constrained_terms
 // there; one_call_state). q (nq,) or (N, nq), qd likewise; options: step_derivatives' (ctrl (N, nu), qfrc_applied (N,
-// nv) or None); tables: derivatives._one_call_tables' dict (still: the still tables; OneCallTables' arrays and numbers;
+// nv) or None) and optionally qacc_warmstart (N, nv) or None (the solves' starts); tables: derivatives._one_call_tables' dict (still: the still tables; OneCallTables' arrays and numbers;
 // tolerance, iterations: the solver's). One state here with the compiled model's kept workspaces, N on threads (the GIL
 // released), each with its own. (A (N, 2 nv, 2 nv), B (N, 2 nv, nu), status (N), margins (N, 4)) (no N for one
 // state): status 0, or why the state is left to the NumPy text (OneCallDecline; its A, B and margins then undefined),
@@ -1647,9 +1647,12 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     const int64_t N = batch < 0 ? 1 : batch;
     Arrays none;
     Fields o(args[2], "constrained_step options", none);
-    DArr ctrl, qfrc;
+    DArr ctrl, qfrc, warm;
     OneCallSetup u;
     u.act = &read_step_options(m, o, N, call, ctrl, qfrc, "constrained_step");
+    Input warm_in{nullptr, 0};                                          // the solves' warm starts (N, nv), optional
+    if (o.has("qacc_warmstart"))
+        per_state(o.object("qacc_warmstart"), N, m.nv, warm, warm_in, "constrained_step: qacc_warmstart (N, nv), float64 in C order");
     u.opt = call.opt;
     if (u.opt.integrator == RK4 || u.opt.integrator == DISCRETE) o.invalid("integrator", "euler, implicit or implicitfast");
     o.done();
@@ -1689,6 +1692,7 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
         out[s] = one_call_state(m, u, w, call.q.data + s * call.q.stride, call.qd.data + s * call.qd.stride,
                                 call.ctrl.data ? call.ctrl.data + s * call.ctrl.stride : nullptr,
                                 call.qfrc.data ? call.qfrc.data + s * call.qfrc.stride : nullptr,
+                                warm_in.data ? warm_in.data + s * warm_in.stride : nullptr,
                                 static_cast<double *>(a) + s * 4 * nv * nv, static_cast<double *>(b) + s * 2 * nv * nu,
                                 static_cast<double *>(mg) + s * 4);
     };

@@ -83,17 +83,23 @@ inline void rows_on_point(const double *e, const double *P, const double *W, con
         cross(e, w, ew);
         EW[j] = ew[0], EW[nv + j] = ew[1], EW[2 * nv + j] = ew[2];
     }
-    for (int a = 0; a < ns; a++)                                       // P_j . (e x W_k)
+    for (int a = 0; a < ns; a++) {                                     // P_j . (e x W_k)
+        const int64_t j = S[a];
+        const double p0 = P[j], p1 = P[nv + j], p2 = P[2 * nv + j];    // held: the stores may alias P
         for (int b = 0; b < ns; b++) {
-            const int64_t j = S[a], k = S[b];
-            turned[j * nv + k] = P[j] * EW[k] + P[nv + j] * EW[nv + k] + P[2 * nv + j] * EW[2 * nv + k];
+            const int64_t k = S[b];
+            turned[j * nv + k] = p0 * EW[k] + p1 * EW[nv + k] + p2 * EW[2 * nv + k];
         }
-    for (int a = 0; a < ns; a++)
+    }
+    for (int a = 0; a < ns; a++) {
+        const int64_t j = S[a];
+        const double e0 = EW[j], e1 = EW[nv + j], e2 = EW[2 * nv + j];
         for (int b = 0; b < ns; b++) {
-            const int64_t j = S[a], k = S[b];
-            out[j * nv + k] = EW[j] * dp[k] + EW[nv + j] * dp[nv + k] + EW[2 * nv + j] * dp[2 * nv + k]
+            const int64_t k = S[b];
+            out[j * nv + k] = e0 * dp[k] + e1 * dp[nv + k] + e2 * dp[2 * nv + k]
                               + turns[j * nv + k] * (turned[j * nv + k] - turned[k * nv + j]);
         }
+    }
 }
 
 // derivatives.plane_contact_rows, one to one: nc contacts of a plane (geom 1, on no moving body) against a body's
@@ -758,12 +764,20 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
         if (k == touching.size()) touching.push_back({a, b, {}, {}});
         touching[k].contacts.push_back(c);
     }
-    std::vector<char> held(P, 0);
-    for (Touching &t : touching) {
-        for (int64_t p = 0; p < P; p++)
+    std::vector<char> held(P, 0), first(G, 0);                         // first: a touching pair's first geom
+    for (const Touching &t : touching) first[t.g1] = 1;
+    for (int64_t p = 0; p < P; p++) {                                   // each pair's candidates, in p's order
+        if (!first[T.pair[2 * p]]) continue;
+        for (Touching &t : touching)
             if (T.pair[2 * p] == t.g1 && T.pair[2 * p + 1] == t.g2) t.candidates.push_back(p), held[p] = 1;
-        if (t.candidates.empty()) return;                               // a contact of no candidate: not followed
     }
+    for (const Touching &t : touching)
+        if (t.candidates.empty()) return;                               // a contact of no candidate: not followed
+    std::vector<char> paired(G, 0);                                     // the geoms of some pair (the others: their
+    for (int64_t x = 0; x < 2 * P; x++) paired[T.pair[x]] = 1;          // centres alone, for the scale)
+    std::vector<int64_t> used;
+    for (int64_t g = 0; g < G; g++)
+        if (paired[g]) used.push_back(g);
     StillFrames F;                                                      // the geoms' frames at q
     F.R.assign(9 * G, 0.0), F.centre.assign(3 * G, 0.0), F.middle.assign(3 * G, 0.0), F.half.assign(3 * G, 0.0);
     static const double eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
@@ -771,10 +785,11 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
         bool world = T.gbody[g] >= T.nbody;
         const double *M = world ? eye : S.xmat + 9 * T.gbody[g], *X = world ? zero : S.xpos + 3 * T.gbody[g];
         const double *fr = T.frame + 9 * g, *lo = T.local + 3 * g, *bx = T.box + 6 * g;
+        for (int i = 0; i < 3; i++) F.centre[3 * g + i] = M[3 * i] * lo[0] + M[3 * i + 1] * lo[1] + M[3 * i + 2] * lo[2] + X[i];
+        if (!paired[g]) continue;
         double *R = &F.R[9 * g];
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++) R[3 * i + j] = M[3 * i] * fr[j] + M[3 * i + 1] * fr[3 + j] + M[3 * i + 2] * fr[6 + j];
-        for (int i = 0; i < 3; i++) F.centre[3 * g + i] = M[3 * i] * lo[0] + M[3 * i + 1] * lo[1] + M[3 * i + 2] * lo[2] + X[i];
         for (int i = 0; i < 3; i++)
             F.middle[3 * g + i] = F.centre[3 * g + i] + (R[3 * i] * bx[0] + R[3 * i + 1] * bx[1] + R[3 * i + 2] * bx[2]);
         double h = T.geom_type[g] == GEOM_CAPSULE ? T.geom_size[3 * g + 1] : 0.0;
@@ -795,7 +810,7 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
     for (int64_t k = 0; k < nstill; k++) {
         int64_t dof = still[k];
         const double *x = S.xpos + 3 * T.body[dof];
-        for (int64_t g = 0; g < G; g++) {
+        for (int64_t g : used) {
             if (!T.geom_dofs[g * T.nv + dof]) continue;                 // 0: a geom the dof does not move
             moves[g * W + k / 64] |= uint64_t(1) << (k % 64);
             const double *c = &F.centre[3 * g];

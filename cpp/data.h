@@ -93,11 +93,11 @@ template <class T> struct Data {
 // the derivatives' buffers besides Data: 2 Bc per link (6x6), and u, w, psi, P = Ic_k S_k, Q = (2 Bc_k)^T S_k, G, H per
 // dof (6 each); for forward dynamics also qdd, c, M's Cholesky factor L (nv, nv) and X (nv, 3 nv)
 template <class T> struct DerivData {
-    Vec<T> B2, u, w, psi, P, Q, G, H, qdd, c, L, X;
+    Vec<T> B2, u, w, psi, P, Q, G, H, Bu, qdd, c, L, X;
     explicit DerivData(const Model &m) {
         size_t Ln = size_t(m.nlink), V = size_t(m.nv);
         B2.resize(36 * Ln);
-        for (auto *x : {&u, &w, &psi, &P, &Q, &G, &H}) x->resize(6 * V);
+        for (auto *x : {&u, &w, &psi, &P, &Q, &G, &H, &Bu}) x->resize(6 * V);
         qdd.resize(V), c.resize(V), L.resize(V * V), X.resize(3 * V * V);
     }
 };

@@ -21,6 +21,36 @@
 namespace physai {
 namespace {
 
+// the terms of dof j (link l, parent link p) that move with the acceleration: w = S x a_p - u x v_p and
+// G = S x* F - Ic w - 2 Bc u (2 Bc u kept in w.Bu), from d's cacc and cfrc (rne's)
+template <class T> void acceleration_terms(const Model &m, Data<T> &d, DerivData<T> &w, int j) {
+    int64_t l = m.dof_linkid[j], p = m.link_parentid[l];
+    const T *S = &d.cdof[6 * j], *vp = d.vel(p), *ap = d.acc(p), *u = w.u.data() + 6 * j, *Bu = w.Bu.data() + 6 * j;
+    T *wj = w.w.data() + 6 * j, *G = w.G.data() + 6 * j, t[6], Iw[6];
+    cross_motion(S, ap, wj);
+    cross_motion(u, vp, t);
+    for (int k = 0; k < 6; k++) wj[k] = wj[k] - t[k];
+    cross_force(S, &d.cfrc[6 * l], G);
+    inertia_times(d.crb[l], wj, Iw);
+    for (int r = 0; r < 6; r++) G[r] = G[r] - Iw[r] - Bu[r];
+}
+
+// dq ([k, j] = d tau_k / d q_j at dq[k * ld + j]) from each dof's terms in w
+template <class T> void position_columns(const Model &m, Data<T> &d, DerivData<T> &w, T *dq, int ld) {
+    int nv = m.nv;
+    for (int k = 0; k < nv; k++)
+        for (int j = 0; j < nv; j++) dq[size_t(k) * ld + j] = splat<T>(0.0);
+    for (int k = 0; k < nv; k++) {                                     // link(k) in the subtree of link(j)
+        int64_t l = m.dof_linkid[k];
+        const T *P = w.P.data() + 6 * k, *Q = w.Q.data() + 6 * k;
+        for (int64_t j = m.link_dofadr[l] + m.link_dofnum[l] - 1; j >= 0; j = m.dof_parentid[j])
+            dq[size_t(k) * ld + j] = -(dot6(P, w.w.data() + 6 * j) + dot6(Q, w.u.data() + 6 * j));
+    }
+    for (int j = 0; j < nv; j++)                                       // link(k) a strict ancestor of link(j)
+        for (int64_t k = m.dof_parentid[m.link_dofadr[m.dof_linkid[j]]]; k >= 0; k = m.dof_parentid[k])
+            dq[size_t(k) * ld + j] = dot6(&d.cdof[6 * k], w.G.data() + 6 * j);
+}
+
 // dq, dv ([k, j] = d tau_k / d x_j at dq[k * ld + j]) from a Data after kinematics, com_pos, com_vel(qd), rne(qd, qdd), crb
 template <class T> void composite_derivatives(const Model &m, Data<T> &d, DerivData<T> &w, T *dq, T *dv, int ld) {
     const T zero = splat<T>(0.0);
@@ -67,17 +97,15 @@ template <class T> void composite_derivatives(const Model &m, Data<T> &d, DerivD
         const T *Bi = w.B2.data() + 36 * i;
         for (int k = 0; k < 36; k++) Bp[k] = Bp[k] + Bi[k];
     }
-    // per dof j (link l, parent link p): u, w, psi; P = Ic S, Q = (2 Bc)^T S, G = S x* F - Ic w - 2 Bc u, H = Ic psi + 2 Bc S
+    // per dof j (link l, parent link p): u, psi; P = Ic S, Q = (2 Bc)^T S, H = Ic psi + 2 Bc S, 2 Bc u; then w and G
     for (int j = 0; j < nv; j++) {
         int64_t l = m.dof_linkid[j], p = m.link_parentid[l];
-        const T *S = &d.cdof[6 * j], *vp = d.vel(p), *ap = d.acc(p), *vl = d.vel(l), *B = w.B2.data() + 36 * l;
+        const T *S = &d.cdof[6 * j], *vp = d.vel(p), *vl = d.vel(l), *B = w.B2.data() + 36 * l;
         const Inertia<T> &Ic = d.crb[l];
-        T *u = w.u.data() + 6 * j, *wj = w.w.data() + 6 * j, *psi = w.psi.data() + 6 * j, *P = w.P.data() + 6 * j, *Q = w.Q.data() + 6 * j;
-        T *G = w.G.data() + 6 * j, *H = w.H.data() + 6 * j, t[6], vs[6];
+        T *u = w.u.data() + 6 * j, *psi = w.psi.data() + 6 * j, *P = w.P.data() + 6 * j, *Q = w.Q.data() + 6 * j;
+        T *H = w.H.data() + 6 * j, *Bu = w.Bu.data() + 6 * j, vs[6];
         cross_motion(S, vp, u);
-        cross_motion(S, ap, wj);                                       // w = S x a_p - u x v_p
-        cross_motion(u, vp, t);
-        for (int k = 0; k < 6; k++) wj[k] = wj[k] - t[k], vs[k] = vl[k] + vp[k];
+        for (int k = 0; k < 6; k++) vs[k] = vl[k] + vp[k];
         cross_motion(vs, S, psi);                                      // psi = (v_l + v_p) x S
         inertia_times(Ic, S, P);
         for (int c = 0; c < 6; c++) {
@@ -85,35 +113,45 @@ template <class T> void composite_derivatives(const Model &m, Data<T> &d, DerivD
             for (int r = 0; r < 6; r++) s = s + B[6 * r + c] * S[r];
             Q[c] = s;
         }
-        T Iw[6], Ipsi[6];
-        cross_force(S, &d.cfrc[6 * l], G);
-        inertia_times(Ic, wj, Iw);
+        T Ipsi[6];
         inertia_times(Ic, psi, Ipsi);
         for (int r = 0; r < 6; r++) {
-            G[r] = G[r] - Iw[r] - dot6(B + 6 * r, u);
+            Bu[r] = dot6(B + 6 * r, u);
             H[r] = Ipsi[r] + dot6(B + 6 * r, S);
         }
+        acceleration_terms(m, d, w, j);
     }
+    position_columns(m, d, w, dq, ld);
     for (int k = 0; k < nv; k++)
-        for (int j = 0; j < nv; j++) dq[size_t(k) * ld + j] = zero, dv[size_t(k) * ld + j] = zero;
-    for (int k = 0; k < nv; k++) {
-        // link(k) in the subtree of link(j): j runs over the dofs of link(k) and of its ancestors
+        for (int j = 0; j < nv; j++) dv[size_t(k) * ld + j] = zero;
+    for (int k = 0; k < nv; k++) {                                     // link(k) in the subtree of link(j)
         int64_t l = m.dof_linkid[k];
         const T *P = w.P.data() + 6 * k, *Q = w.Q.data() + 6 * k;
-        for (int64_t j = m.link_dofadr[l] + m.link_dofnum[l] - 1; j >= 0; j = m.dof_parentid[j]) {
-            dq[size_t(k) * ld + j] = -(dot6(P, w.w.data() + 6 * j) + dot6(Q, w.u.data() + 6 * j));
+        for (int64_t j = m.link_dofadr[l] + m.link_dofnum[l] - 1; j >= 0; j = m.dof_parentid[j])
             dv[size_t(k) * ld + j] = dot6(P, w.psi.data() + 6 * j) + dot6(Q, &d.cdof[6 * j]);
-        }
     }
-    for (int j = 0; j < nv; j++) {
-        // link(k) a strict ancestor of link(j): k runs over the dofs above link(j)'s first
-        const T *G = w.G.data() + 6 * j, *H = w.H.data() + 6 * j;
-        for (int64_t k = m.dof_parentid[m.link_dofadr[m.dof_linkid[j]]]; k >= 0; k = m.dof_parentid[k]) {
-            const T *S = &d.cdof[6 * k];
-            dq[size_t(k) * ld + j] = dot6(S, G);
-            dv[size_t(k) * ld + j] = dot6(S, H);
-        }
-    }
+    for (int j = 0; j < nv; j++)                                       // link(k) a strict ancestor of link(j)
+        for (int64_t k = m.dof_parentid[m.link_dofadr[m.dof_linkid[j]]]; k >= 0; k = m.dof_parentid[k])
+            dv[size_t(k) * ld + j] = dot6(&d.cdof[6 * k], w.H.data() + 6 * j);
+}
+
+// rnea_derivatives' dq and dv at (q, qd, qdd) on a d whose position stages and composite inertias are q's already
+// (after forward.h's evaluate at q: kinematics, com_pos, crb's composite inertias; its velocities may have moved since):
+// com_vel at qd, rne at qdd and composite_derivatives, without M
+template <class T> void rnea_derivatives_posed(const Model &m, Data<T> &d, DerivData<T> &w, const T *qd, const T *qdd,
+                                                T *dq, T *dv) {
+    com_vel(m, d, qd);
+    rne(m, d, qd, qdd, w.c.data());
+    composite_derivatives(m, d, w, dq, dv, m.nv);
+}
+
+// dtau/dq again at another qdd (nv, into dq) after rnea_derivatives at the same (q, qd) on the same d and w: rne at
+// qdd, then only the terms that move with it (acceleration_terms, position_columns); dtau/dqd is rnea_derivatives'
+template <class T> void position_derivatives_at(const Model &m, Data<T> &d, DerivData<T> &w, const T *qd, const T *qdd,
+                                                 T *dq) {
+    rne(m, d, qd, qdd, w.c.data());
+    for (int j = 0; j < m.nv; j++) acceleration_terms(m, d, w, j);
+    position_columns(m, d, w, dq, m.nv);
 }
 
 // (dtau/dq, dtau/dqd, M) at (q, qd, qdd) into dq, dv, M (nv, nv each)

@@ -109,11 +109,14 @@ template <class T> inline T quadratic(const Model &m, const T *M, const T *v, T 
 }
 
 // whether any entry (any lane) of x[0 .. n) is NaN or infinite: x - x is 0 for a finite x and NaN otherwise, so one
-// sum tells (and vectorizes)
+// sum tells, in any order (four sums side by side: their additions' latencies overlap, and they vectorize)
 template <class T> bool any_nonfinite(const T *x, size_t n) {
-    T acc = splat<T>(0.0);
-    for (size_t i = 0; i < n; i++) acc = acc + (x[i] - x[i]);
-    return !finite_all(acc);
+    T acc[4] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(0.0)};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) acc[k] = acc[k] + (x[i + k] - x[i + k]);
+    for (; i < n; i++) acc[0] = acc[0] + (x[i] - x[i]);
+    return !finite_all((acc[0] + acc[1]) + (acc[2] + acc[3]));
 }
 
 // whether M's diagonal (M on the tree's pattern) is finite (a state that ran away makes it NaN or infinite with

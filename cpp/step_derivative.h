@@ -52,9 +52,10 @@ struct StepDerivData {
     DerivData<double> dw;
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
-    std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY;   // the constrained step's (constrained_derivatives)
+    std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY, rates;   // the constrained step's (constrained_derivatives)
     std::vector<double> J6, adJ, adpos;                                // its analytic rows' (analytic_rows), and the
     std::vector<int> asupport, asupport_at;                            // dofs each row's dJ and dpos are not zero on
+    std::vector<char> amark;                                           // (analytic_rows' scratch)
     std::vector<int> every;                                            // 0 .. nv - 1: the anchored rows' support
     std::vector<const double *> sources;                               // subtract_sources' sources and coefficients
     std::vector<double> coefficients;
@@ -255,8 +256,14 @@ inline void servo_metric_derivative(const Model &m, const Actuators &act, const 
 
 // Y (nefc, cols) = S X (derivatives._Constraints._times_S): D X on the quadratic rows, each cone's Hessian on its block
 inline void times_S(const ConstrainedTerms &t, const double *X, int cols, double *Y) {
-    for (int64_t i = 0; i < t.nefc; i++)
-        for (int c = 0; c < cols; c++) Y[size_t(i) * cols + c] = t.state[i] == QUADRATIC ? t.D[i] * X[size_t(i) * cols + c] : 0.0;
+    for (int64_t i = 0; i < t.nefc; i++) {
+        const double *Xi = X + size_t(i) * cols, Di = t.D[i];
+        double *Yi = Y + size_t(i) * cols;
+        if (t.state[i] == QUADRATIC)
+            for (int c = 0; c < cols; c++) Yi[c] = Di * Xi[c];
+        else
+            std::fill(Yi, Yi + cols, 0.0);
+    }
     const double *Hc = t.cone_H;
     for (int64_t b = 0; b < t.ncone; b++) {
         int64_t first = t.cone_first[b], dim = t.cone_dim[b];
@@ -290,7 +297,8 @@ inline void plane_contacts(const Model &m, const Data<double> &d, const Constrai
 // every analytic row's dJ (nrows, nv, nv) and dpos (nrows, nv) into w.adJ, w.adpos (derivatives._Constraints.
 // _analytic_rows' order): t's dJ and dpos, the plane contacts' rows (plane_at on) made here (plane_contacts); and the
 // dofs each row's dJ and dpos may be non-zero on into w.asupport (row i's from w.asupport_at[i] to [i + 1]): a plane
-// contact's its body's chain (jacobian_support; its dJ's entries off the chain are not written), every dof for the others
+// contact's its body's chain (jacobian_support; its dJ's entries off the chain are not written), for the others the dofs
+// where a row or column of its dJ, or its dpos, is not zero (a limit's: its dof; zeros add nothing but signed zeros)
 inline void analytic_rows(const Model &m, const Data<double> &d, const ConstrainedTerms &t, StepDerivData &w) {
     size_t nv = size_t(m.nv), sq = nv * nv, at = size_t(t.plane_at), planes = size_t(t.plane_rows);
     size_t rows = size_t(t.nrows), given = rows - planes;
@@ -300,13 +308,26 @@ inline void analytic_rows(const Model &m, const Data<double> &d, const Constrain
     std::copy(t.dpos, t.dpos + at * nv, w.adpos.data());
     std::copy(t.dpos + at * nv, t.dpos + given * nv, w.adpos.data() + (at + planes) * nv);
     if (t.nplane) plane_contacts(m, d, t, w.J6, w.adJ.data() + at * sq, w.adpos.data() + at * nv);
-    w.asupport.resize(rows * nv), w.asupport_at.assign(rows + 1, 0);
+    w.asupport.resize(rows * nv), w.asupport_at.assign(rows + 1, 0), w.amark.resize(nv);
     size_t row = 0, n = 0;
-    auto every_dof = [&]() {
-        for (size_t k = 0; k < nv; k++) w.asupport[n++] = int(k);
+    auto given_dofs = [&]() {                                          // where its dJ (a row or a column) or dpos is not
+        const double *dJ = w.adJ.data() + row * sq, *dpos = w.adpos.data() + row * nv;   // zero (NaN included)
+        char *mark = w.amark.data(), zero = 1;
+        for (size_t k = 0; k < nv; k++) mark[k] = dpos[k] != 0.0;
+        for (size_t e = 0; e < sq; e++) zero &= dJ[e] == 0.0;          // a limit's: dpos alone
+        for (size_t j = 0; j < nv && !zero; j++) {
+            char any = 0;
+            for (size_t k = 0; k < nv; k++) {
+                const char on = dJ[j * nv + k] != 0.0;
+                mark[k] |= on, any |= on;
+            }
+            mark[j] |= any;
+        }
+        for (size_t k = 0; k < nv; k++)
+            if (mark[k]) w.asupport[n++] = int(k);
         w.asupport_at[++row] = int(n);
     };
-    while (row < at) every_dof();
+    while (row < at) given_dofs();
     for (int64_t c = 0; c < t.nplane; c++) {                           // each plane contact's rows: its body's chain
         const int ns = jacobian_support(w.J6.data() + size_t(c) * 6 * nv, int64_t(nv), w.asupport.data() + n);
         for (int e = 0, count = pyramid_rows(t.plane_dim[c]); e < count; e++) {
@@ -314,14 +335,7 @@ inline void analytic_rows(const Model &m, const Data<double> &d, const Constrain
             n += size_t(ns), w.asupport_at[++row] = int(n);
         }
     }
-    while (row < rows) every_dof();
-}
-
-// Gq (nv, nv) -= f dJ: one row's force f and its Jacobian's q-derivative dJ (nv, nv) (derivatives._turning), over the
-// ns dofs S that dJ is not zero on
-inline void turning(int nv, const double *dJ, double f, const int *S, int ns, double *Gq) {
-    for (int a = 0; a < ns; a++)
-        for (int b = 0; b < ns; b++) Gq[S[a] * nv + S[b]] -= f * dJ[S[a] * nv + S[b]];
+    while (row < rows) given_dofs();
 }
 
 // Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the n rows given (rows; dJ_all (n, nv, nv),
@@ -330,10 +344,12 @@ inline void turning(int nv, const double *dJ, double f, const int *S, int ns, do
 //   jar = J a_c - aref,  d aref = -B dJ qd - K imp dpos - K impP (pos - margin) dgap - dbias,
 //   dD = D impP / (imp (1 - imp)) dgap,  df = -dD jar - D (dJ a_c - d aref) on a quadratic row (0 otherwise)
 // with f the optimum's force there, dgap = dpos where dgap_all is null, dbias zero where dbias_all is null; row i's
-// dofs (dJ, dpos, dgap zero off them) support[support_at[i] .. support_at[i + 1]), or without support_at support's nv
+// dofs (dJ, dpos, dgap zero off them) support[support_at[i] .. support_at[i + 1]), or without support_at support's nv;
+// one pass over each row's dJ on its support makes dJ qd, dJ a_c and Gq's part (derivatives._turning); rates: scratch
+// (2 nv)
 inline void analytic_forces(int nv, const ConstrainedTerms &t, int64_t n, const int64_t *rows, const double *dJ_all,
                             const double *dpos_all, const double *dgap_all, const double *dbias_all, const double *qd,
-                            double *Gq, double *Wq, int cols, const int *support, const int *support_at) {
+                            double *Gq, double *Wq, int cols, const int *support, const int *support_at, double *rates) {
     for (int64_t i = 0; i < n; i++) {
         int64_t row = rows[i];
         const double *dJ = dJ_all + size_t(i) * nv * nv, *dpos = dpos_all + size_t(i) * nv, *J = t.J + size_t(row) * nv;
@@ -344,18 +360,25 @@ inline void analytic_forces(int nv, const ConstrainedTerms &t, int64_t n, const 
         for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
         double spring = t.K[row] * t.imp[row], curve = t.K[row] * t.impP[row] * (t.pos[row] - t.margin[row]);
         double dD = t.D[row] * t.impP[row] / (t.imp[row] * (1 - t.imp[row]));
-        for (int b = 0; b < ns; b++) {                                 // off S: dJ, dpos, dgap zero, df adds nothing
-            const int k = S[b];
-            double qdJ = 0.0, adJ = 0.0;                               // (dJ qd)_k, (dJ a_c)_k
-            for (int a = 0; a < ns; a++) {
-                const int j = S[a];
-                qdJ += qd[j] * dJ[j * nv + k], adJ += t.a_c[j] * dJ[j * nv + k];
+        double *qdJ = rates, *adJ = rates + nv;                        // (dJ qd)_k, (dJ a_c)_k, k in S
+        for (int b = 0; b < ns; b++) qdJ[S[b]] = 0.0, adJ[S[b]] = 0.0;
+        for (int a = 0; a < ns; a++) {                                 // off S x S: dJ zero, adds nothing
+            const int j = S[a];
+            const double *dJj = dJ + j * nv, qj = qd[j], aj = t.a_c[j];
+            double *Gj = Gq + j * nv;
+            for (int b = 0; b < ns; b++) {
+                const int k = S[b];
+                const double x = dJj[k];
+                qdJ[k] += qj * x, adJ[k] += aj * x;
+                Gj[k] -= f * x;                                         // Gq -= f dJ (_turning)
             }
-            double daref = -t.B[row] * qdJ - spring * dpos[k] - curve * dgap[k];
-            if (dbias_all) daref -= dbias_all[size_t(i) * nv + k];
-            if (quadratic) Wq[size_t(row) * cols + k] += -dD * dgap[k] * jar - t.D[row] * (adJ - daref);
         }
-        turning(nv, dJ, f, S, ns, Gq);
+        for (int b = 0; b < ns; b++) {
+            const int k = S[b];
+            double daref = -t.B[row] * qdJ[k] - spring * dpos[k] - curve * dgap[k];
+            if (dbias_all) daref -= dbias_all[size_t(i) * nv + k];
+            if (quadratic) Wq[size_t(row) * cols + k] += -dD * dgap[k] * jar - t.D[row] * (adJ[k] - daref);
+        }
     }
 }
 
@@ -487,14 +510,14 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
             for (int k = 0; k < nv; k++) w.H[size_t(i) * nv + k] += j * w.T[size_t(r) * nv + k];
         }
     w.G.assign(size_t(nv) * nv, 0.0), w.W.assign(size_t(nefc) * cols, 0.0), w.Y.resize(size_t(nefc));
-    w.dJ.resize(size_t(nefc) * nv);
+    w.dJ.resize(size_t(nefc) * nv), w.rates.resize(size_t(2) * nv);
     product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
     analytic_forces(nv, t, t.nrows, t.rows, w.adJ.data(), w.adpos.data(), nullptr, nullptr, qd, w.G.data(), w.W.data(),
-                    cols, w.asupport.data(), w.asupport_at.data());
+                    cols, w.asupport.data(), w.asupport_at.data(), w.rates.data());
     w.Y.resize(size_t(t.nanchor) * nv);                                // the anchored rows: dpos = J
     for (int64_t i = 0; i < t.nanchor; i++) std::copy_n(t.J + size_t(t.anchored[i]) * nv, nv, w.Y.data() + size_t(i) * nv);
     analytic_forces(nv, t, t.nanchor, t.anchored, t.anchor_dJ, w.Y.data(), t.anchor_dgap, t.anchor_dbias, qd, w.G.data(),
-                    w.W.data(), cols, w.every.data(), nullptr);
+                    w.W.data(), cols, w.every.data(), nullptr, w.rates.data());
     w.Z.resize(size_t(nefc) * nv);                                     // W's qd columns: S daref/dqd
     times_S(t, t.daref, nv, w.Z.data());
     for (int64_t r = 0; r < nefc; r++)
@@ -574,15 +597,18 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
         actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.x.raw.data(), s.force.data(), q, qd, w.keep.data(),
                              w.tau.data(), w.qdn.data(), X, cols);
     if (con) {                                                         // d qfrc_constraint from R = [F_q - dtau/dq(a_c) | ...]
-        rnea_derivatives(m, s.d, w.dw, q, qd, con->a_c, w.cq.data(), w.cv.data(), w.scratch.data());
+        rnea_derivatives_posed(m, s.d, w.dw, qd, con->a_c, w.cq.data(), w.cv.data());   // evaluate's position stages
         for (int i = 0; i < nv; i++)
             for (int col = 0; col < cols; col++) {
                 size_t e = size_t(i) * cols + col;
                 w.R[e] = X[e] - (col < nv ? w.cq[size_t(i) * nv + col] : col < 2 * nv ? w.cv[size_t(i) * nv + col - nv] : 0.0);
             }
         if (!constrained_derivatives(nv, *con, w, qd, w.M0.data(), w.R.data(), w.C.data(), cols)) return SINGULAR;
+        position_derivatives_at(m, s.d, w.dw, qd, a, w.tq.data());    // at a on the same (q, qd): dtau/dqd as at a_c
+        std::copy(w.cv.begin(), w.cv.end(), w.tv.begin());
+    } else {
+        rnea_derivatives_posed(m, s.d, w.dw, qd, a, w.tq.data(), w.tv.data());
     }
-    rnea_derivatives(m, s.d, w.dw, q, qd, a, w.tq.data(), w.tv.data(), w.scratch.data());
     bool implicit = c.integrator == IMPLICIT, free = (c.integrator == IMPLICITFAST || discrete) && m.nfree;
     if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
         for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] + a[j];

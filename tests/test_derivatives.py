@@ -15,6 +15,7 @@ at the same bound; on ball and free joints this checks the derivatives of the Mu
 
 import functools
 import importlib.util
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
@@ -3096,6 +3097,20 @@ def test_violated_equalities_give_one_a_and_b_on_both_backends(state, xml):
         assert_close(out[b][1], B_mj, 1e-6, what=f"B ({b}) vs MuJoCo")
 
 
+ONE_CALL_XML = """<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="3 3 .1"/>
+  <body pos="0 0 .1"><freejoint/><geom size=".1"/></body>
+  <body pos=".5 0 .1"><freejoint/><geom type="box" size=".1 .15 .1"/></body>
+  <body pos="1 0 .1"><freejoint/><geom size=".1" condim="1"/></body>
+  <body pos="0 1 .2"><freejoint/><geom type="cylinder" size=".05 .1" euler=".5 0 0"/></body>
+  <body pos="-1 0 1"><joint name="arm" type="hinge" axis="1 0 0" range="-.5 .5" limited="true" frictionloss=".3"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -.25" size=".03"/></body>
+  <body pos="2 2 1"><joint name="a" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .2 0 0" size=".02" contype="0"
+    conaffinity="0"/><body pos=".2 0 0"><joint name="b" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .2 0 0"
+    size=".02" contype="0" conaffinity="0"/></body></body></worldbody>
+  <equality><joint joint1="a" joint2="b" polycoef="0 .5 .3 .1 0"/></equality>
+  <actuator><motor joint="arm" gear="2"/></actuator></mujoco>"""
+
+
 def one_call_scene(seed: int, count: int) -> list:
     """count (Model, q, qd, ctrl) of a scene whose rows the one call takes (derivatives._one_call): on the floor a free
     ball (condim 3), a free box on its face (4 corner contacts) and a free ball of condim 1, each resting 1e-3 deep or
@@ -3105,19 +3120,7 @@ def one_call_scene(seed: int, count: int) -> list:
     (a cubic, off their coupling at q); the solver exact; qd random. In the last state the box is 1.5e-6 above the floor
     (its contacts appear along its free z)."""
     rng = np.random.default_rng(seed)
-    xml = """<mujoco><compiler angle="radian"/><worldbody><geom type="plane" size="3 3 .1"/>
-      <body pos="0 0 .1"><freejoint/><geom size=".1"/></body>
-      <body pos=".5 0 .1"><freejoint/><geom type="box" size=".1 .15 .1"/></body>
-      <body pos="1 0 .1"><freejoint/><geom size=".1" condim="1"/></body>
-      <body pos="0 1 .2"><freejoint/><geom type="cylinder" size=".05 .1" euler=".5 0 0"/></body>
-      <body pos="-1 0 1"><joint name="arm" type="hinge" axis="1 0 0" range="-.5 .5" limited="true" frictionloss=".3"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -.25" size=".03"/></body>
-      <body pos="2 2 1"><joint name="a" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .2 0 0" size=".02" contype="0"
-        conaffinity="0"/><body pos=".2 0 0"><joint name="b" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .2 0 0"
-        size=".02" contype="0" conaffinity="0"/></body></body></worldbody>
-      <equality><joint joint1="a" joint2="b" polycoef="0 .5 .3 .1 0"/></equality>
-      <actuator><motor joint="arm" gear="2"/></actuator></mujoco>"""
-    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    m = exact_solver(mujoco.MjModel.from_xml_string(ONE_CALL_XML))
     model, out = engine.from_mujoco(m), []
     for k in range(count):
         q = m.qpos0.copy()
@@ -3204,6 +3207,62 @@ def test_the_one_call_takes_a_batch_on_threads_as_state_by_state(monkeypatch):
     Q, QD, C = (np.stack([s[k] for s in states + [box]]) for k in (1, 2, 3))
     with pytest.raises(InvalidStateError, match=f"state {len(Q) - 1} of {len(Q)}"):
         derivatives.step_derivatives(model, Q, QD, ctrl=C, constraints=True)
+
+
+@pytest.mark.compiled
+def test_a_warm_start_is_where_the_constrained_solves_begin(monkeypatch):
+    """step_derivatives' qacc_warmstart: one_call_scene's scene with its solver cut to 1 iteration (tolerance 1e-10)
+    stops unconverged from the unconstrained accelerations -- the one call declines (status 6, its solve) and the calls
+    warn (ConvergenceWarning) -- in at least one of three states, but converges from the optimum (mj_forward with the
+    exact solver): the one call takes the states, and A and B are within 1e-9 of the exact solver's from its own start,
+    through the one call (a batch of three), the calls (ONE_CALL False) and the NumPy text (the unconverged state); a
+    warm start of another size or not finite is named."""
+    states = [s for s in one_call_scene(5, 16)[:-1]
+              if s[1][28] != 0.5 - 1e-7 and s[1][23] > 0.1 * np.cos(0.5) + 0.05 * np.sin(0.5)][:3]   # the cylinder lifted
+    exact = states[0][0]
+    Q, QD, C = (np.stack([s[k] for s in states]) for k in (1, 2, 3))
+    m = mujoco.MjModel.from_xml_string(ONE_CALL_XML)
+    m.opt.tolerance, m.opt.iterations = 1e-10, 1
+    cut = engine.from_mujoco(m)
+    reference = exact_solver(mujoco.MjModel.from_xml_string(ONE_CALL_XML))
+    d, optimum = mujoco.MjData(reference), []
+    for q, qd, ctrl in zip(Q, QD, C):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+        mujoco.mj_forward(reference, d)
+        optimum.append(d.qacc.copy())
+    W = np.array(optimum)
+    A0, B0 = derivatives.step_derivatives(exact, Q, QD, ctrl=C, constraints=True)
+    statuses, step = [], native.CONSTRAINED_STEP
+
+    def spy(*args):
+        out = step(*args)
+        statuses.append(np.atleast_1d(out[2]))
+        return out
+    monkeypatch.setattr(native, "CONSTRAINED_STEP", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        A, B = derivatives.step_derivatives(cut, Q, QD, ctrl=C, constraints=True, qacc_warmstart=W)
+    assert len(statuses) == 1 and (statuses[0] == 0).all()
+    assert np.abs(A - A0).max() <= 1e-9 * np.abs(A0).max() and np.abs(B - B0).max() <= 1e-9 * np.abs(B0).max()
+    with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
+        derivatives.step_derivatives(cut, Q, QD, ctrl=C, constraints=True)
+    assert len(statuses) == 2 and (statuses[1] == 6).any()            # OneCallDecline's solve: unconverged
+    k = int(np.argmax(statuses[1] == 6))                                 # a state 1 iteration leaves unconverged
+    monkeypatch.setattr(derivatives, "ONE_CALL", False)
+    for backend in ("native", "numpy"):
+        with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
+            run(backend, derivatives.step_derivatives, cut, Q[k], QD[k], ctrl=C[k], constraints=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            A1, B1 = run(backend, derivatives.step_derivatives, cut, Q[k], QD[k], ctrl=C[k], constraints=True,
+                         qacc_warmstart=W[k])
+        assert np.abs(A1 - A0[k]).max() <= 1e-9 * np.abs(A0[k]).max(), backend
+        assert np.abs(B1 - B0[k]).max() <= 1e-9 * np.abs(B0[k]).max(), backend
+    with pytest.raises(ShapeError, match=r"qacc_warmstart has 3 entries, the model needs \d+"):
+        derivatives.step_derivatives(cut, Q[0], QD[0], ctrl=C[0], constraints=True, qacc_warmstart=np.zeros(3))
+    with pytest.raises(InvalidStateError, match=r"qacc_warmstart\[2\] is nan"):
+        derivatives.step_derivatives(cut, Q[0], QD[0], ctrl=C[0], constraints=True,
+                                     qacc_warmstart=np.where(np.arange(exact.nv) == 2, np.nan, 0.0))
 
 
 @pytest.mark.compiled

@@ -641,6 +641,7 @@ class _Constraints:
         self.model = model
         self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
         self.measure = False                           # whether solve() measures the margins (step_derivatives' margins)
+        self.warmstart = None                          # the solves' warm start (nv,) (step_derivatives' qacc_warmstart)
         self.step_planes = False                       # whether the compiled step takes the plane contacts' rows (terms)
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
@@ -684,21 +685,22 @@ class _Constraints:
             arrays = constraint.contact_arrays(contacts)
             if front is not None:                      # evaluate in the call too: M and f come back
                 try:
-                    *out, f, M = solver.compiled_forward(model, q, qd, None, arrays, None, None, opt.tolerance,
-                                                         opt.iterations, rows=True, front=_front(model, front))
+                    *out, f, M = solver.compiled_forward(model, q, qd, None, arrays, None, self.warmstart,
+                                                         opt.tolerance, opt.iterations, rows=True,
+                                                         front=_front(model, front))
                 except (InvalidStateError, InvalidModelError):
                     return None
                 if not np.isfinite(f).all():
                     return None
             else:
                 tau = f + api.bias(model, q, qd) if tau is None else tau
-                out = solver.compiled_forward(model, q, qd, tau, arrays, None, None, opt.tolerance, opt.iterations,
-                                              rows=True)   # its rows, and update's forces, states and cones at a
+                out = solver.compiled_forward(model, q, qd, tau, arrays, None, self.warmstart, opt.tolerance,
+                                              opt.iterations, rows=True)   # its rows, update's forces, states, cones at a
             a, qfrc, (force,), its, _, converged, (r,), (state,), (cones,) = out
             converged, its = bool(converged[0]), int(its[0])
         else:
             r = self.rows(q[None], qd[None], contacts)[0]
-            solution = solver.solve_with(model, r, M, f)
+            solution = solver.solve_with(model, r, M, f, self.warmstart)
             a, converged, its = solution.qacc, solution.converged, solution.iterations
             force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
             qfrc = constraint.rows_transpose_times(r, force)
@@ -2834,7 +2836,7 @@ class _Stepper:
 
 
 def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None, act=None,
-                     constraints: bool = False, margins: bool = False):
+                     constraints: bool = False, margins: bool = False, qacc_warmstart=None):
     """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'; dact'] = A [dq; dqd; dact] + B dctrl.
 
     Args:
@@ -2882,6 +2884,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             (_one_call), a batch's states on threads.
         margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
             RK4's stages): where they are small the linearisation holds only that close.
+        qacc_warmstart: (nv,) or (N, nv) [rad/s^2 | m/s^2], with constraints=True: where the constraint solver starts
+            (MuJoCo's qacc_warmstart, which mjd_transitionFD's steps start from: e.g. the simulator's
+            d.qacc_warmstart), taken where its cost is below the unconstrained accelerations', as the step's own solve
+            (every RK4 stage's). None (default): the unconstrained accelerations. A start near the optimum saves
+            Newton iterations; A and B move with it only within the solver's tolerance (model.opt.tolerance). Unused
+            without constraints (the smooth step has no solve).
 
     Returns:
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
@@ -2937,12 +2945,13 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     compiled = kernel and not constraints and not explicit   # the kernel declines, NumPy runs
     constrained = kernel and constraints and COMPILED_STEP and \
         integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state
-    if compiled and act is None:
+    if compiled and act is None and _plain_warmstart(model, qacc_warmstart):
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
             return fast
-    if constrained and act is None:
-        fast = _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins)
+    if constrained and act is None and _plain_warmstart(model, qacc_warmstart):
+        fast = _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins,
+                                      qacc_warmstart)
         if fast is not None:
             return (*fast[0], fast[1]) if margins else fast[0]
     name, h = integrator, integ.check_timestep(dt)
@@ -2955,6 +2964,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         arrays["qfrc_applied"] = (qfrc_applied, model.nv)
     if act is not None:
         arrays["act"] = (act, na)
+    if qacc_warmstart is not None:
+        arrays["qacc_warmstart"] = (qacc_warmstart, model.nv)
     columns, batch = validation.states(**arrays)
     n = 1 if batch is None else batch
     x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n, size) each
@@ -2968,7 +2979,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         size = 2 * nv + na
         A, B, redo = np.empty((n, size, size)), np.empty((n, size, nu)), range(n)
         if constrained and act is None and n > 1 and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:
-            found = _one_call(model, name, h, euler_damping, x["q"], x["qd"], x.get("ctrl"), x.get("qfrc_applied"))
+            found = _one_call(model, name, h, euler_damping, x["q"], x["qd"], x.get("ctrl"), x.get("qfrc_applied"),
+                              x.get("qacc_warmstart"))
             if found is not None:                      # the batch in one compiled call, on threads: the rest state by state
                 A, B, status, taken_margins = found
                 redo, tried = status.nonzero()[0].tolist(), True
@@ -2978,12 +2990,13 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
         act_k = x["act"][k] if "act" in x else None      # the NumPy text's alone: numpy_only keeps activations from the kernel
+        warm = x["qacc_warmstart"][k] if "qacc_warmstart" in x else None
         try:
-            fast = _compiled_constrained(model, name, h, euler_damping, **inputs, margins=margins, one_call=not tried) \
-                if constrained else None
+            fast = _compiled_constrained(model, name, h, euler_damping, **inputs, margins=margins, one_call=not tried,
+                                         qacc_warmstart=warm) if constrained else None
             if fast is None:
                 T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, act=act_k, constraints=constraints,
-                                                    margins=margins)
+                                                    margins=margins, qacc_warmstart=warm)
         except (InvalidStateError, InvalidArgumentError) as error:
             if batch is None:
                 raise
@@ -3007,22 +3020,25 @@ def _compiled_step_derivatives(model, options: StepOptions, actuators, q, qd, ct
     return native.STEP_DERIVATIVES(model, q, qd, fields)
 
 
-def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, margins=False, one_call=True):
+def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, margins=False, one_call=True,
+                          qacc_warmstart=None):
     """step_derivatives(constraints=True) of one checked state (euler, implicit or implicitfast; a model the compiled step
     models, numpy_only "": without activations, so no act) with the step in one compiled call: the NumPy text's
     evaluate, solve, refusals and rows' q-derivatives (_Stepper.constrained_terms) but the plane contacts' (their
     arrays handed on: _Constraints.step_planes), then everything after them in cpp/step_derivative.h -- the plane
     contacts' rows (analytic_rows), the forces' and rnea's derivatives, H = M + J^T S J, the rows' force derivatives
     (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
-    its solve and the retraction (acceleration, step_derivative). ((A, B), margins (4,)), or None where the kernel
-    declines the state (the NumPy text then redoes it and names what is wrong)."""
+    its solve and the retraction (acceleration, step_derivative). The solve starts from qacc_warmstart (nv,) where
+    given and its cost is lower. ((A, B), margins (4,)), or None where the kernel declines the state (the NumPy text then
+    redoes it and names what is wrong)."""
     if one_call and ONE_CALL and ANALYTIC_ROWS and COMPILED_PIECES:   # one compiled call where it takes the state
-        found = _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied)
+        found = _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, qacc_warmstart)
         if found is not None and not found[2]:
             return found[:2], found[3]
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
     s.constraints.measure = margins                    # the margins (switch_margins, _break_margins) only when asked
+    s.constraints.warmstart = qacc_warmstart
     s.constraints.step_planes = True                   # the plane contacts' rows made in the compiled step
     with np.errstate(over="ignore", invalid="ignore"):
         terms = s.constrained_terms(q, qd, np.zeros(0))
@@ -3034,9 +3050,10 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     return None if status[0] else ((A[0], B[0]), s.constraints.margins)
 
 
-def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple | None:
+def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, qacc_warmstart=None) -> tuple | None:
     """_compiled_constrained's (A, B, status, margins) of one state (q (nq,), qd (nv,), ctrl (nu,) or None,
-    qfrc_applied (nv,) or None) or N (q (N, nq), ..., ctrl (N, nu)), each in one compiled call, a batch's states on
+    qfrc_applied (nv,) or None, qacc_warmstart (nv,) or None: the solve's start where its cost is lower) or N (q (N, nq),
+    ..., ctrl (N, nu), qacc_warmstart (N, nv)), each in one compiled call, a batch's states on
     threads (native.CONSTRAINED_STEP): the contacts, the smooth forces and the solve, terms() and compiled_terms() where
     every row's q-derivative is analytic and no dof moves one -- planes on bodies no dof moves against spheres, boxes
     and capsules (not near upright), sphere and capsule pairs, dim 1 or 3 on the pyramid; hinge and slide limits away
@@ -3054,6 +3071,7 @@ def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied) -> tuple
     fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), model.actuators,
                                            None if model.actuators is None else (ctrl[None] if one else ctrl),
                                            None if qfrc_applied is None else (qfrc_applied[None] if one else qfrc_applied))
+    fields["qacc_warmstart"] = None if qacc_warmstart is None else (qacc_warmstart[None] if one else qacc_warmstart)
     return native.CONSTRAINED_STEP(model, q, qd, fields, tables)
 
 
@@ -3073,12 +3091,20 @@ def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping):
     return (np.zeros(nu) if acts is not None and ctrl is None else ctrl), qfrc_applied
 
 
-def _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins):
+def _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins, qacc_warmstart):
     """_compiled_constrained of one _plain_state, without the full path's checks and copies: ((A, B), margins); None
     when it is not plain, or where the kernel declines the state (the full path then checks, names what is wrong, or
     redoes it)."""
     plain = _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping)
-    return None if plain is None else _compiled_constrained(model, integrator, dt, euler_damping, q, qd, *plain, margins)
+    return None if plain is None else _compiled_constrained(model, integrator, dt, euler_damping, q, qd, *plain, margins,
+                                                            qacc_warmstart=qacc_warmstart)
+
+
+def _plain_warmstart(model, qacc_warmstart) -> bool:
+    """Whether qacc_warmstart is None or plainly one state (_plain_state's test: finite float64 (nv,) in C order)."""
+    w = qacc_warmstart
+    return w is None or (type(w) is np.ndarray and w.dtype == np.float64 and w.shape == (model.nv,) and w.flags.c_contiguous
+                         and bool(np.isfinite(w).all()))
 
 
 def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping):
@@ -3094,13 +3120,16 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
     return None if status[0] else (A[0], B[0])
 
 
-def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act, constraints=False, margins=False):
-    """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map."""
+def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act, constraints=False, margins=False,
+                      qacc_warmstart=None):
+    """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map;
+    the constraint solves start from qacc_warmstart (nv,) where given and cheaper."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     act = np.zeros(0 if model.actuators is None else model.actuators.na) if act is None else act
     s = _Stepper(model, h, inputs, euler_damping, act, name, constraints)
     if s.constraints is not None:
         s.constraints.measure = margins                # the margins (switch_margins, _break_margins) only when asked
+        s.constraints.warmstart = qacc_warmstart
     nv, nu, na = model.nv, s.nu, s.na
     E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
     Eq, Ev, Ea, Eu = E[:nv], E[nv:2 * nv], E[2 * nv:2 * nv + na], E[2 * nv + na:]
