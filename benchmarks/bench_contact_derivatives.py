@@ -194,14 +194,15 @@ def main() -> None:
     derivatives.COMPILED_STEP = "--numpy-step" not in sys.argv[1:]
     print(f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; physai backend {engine.backend}; mujoco {mujoco.__version__}; "
           f"COMPILED_STEP {derivatives.COMPILED_STEP}")
-    print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated "
-          "mjd_transitionFD; paired: physai / forward, best of 205 back-to-back rounds; text: A, B against the NumPy text")
+    print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); physai's solve from d.qacc_warmstart, "
+          "cold: without it, / forward; err: A, B against extrapolated mjd_transitionFD; paired: physai / forward, best of "
+          "205 back-to-back rounds; text: A, B against the NumPy text")
     print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent  cold   err A   err B   paired    text")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid), ("Panda", panda)):
         print(row(name, make))
     print("\nbatched: n states in one call (their states on the compiled engine's threads), ms a state: wall, and CPU "
-          "time over the threads; ratio = physai / mjd_transitionFD's forward differences (one thread) a state; alone: "
-          "largest difference of A from the states one by one (relative)")
+          "time over the threads; ratio = physai / mjd_transitionFD's forward differences (one thread) a state; cold: the "
+          "wall ratio without the warm start; alone: largest difference of A from the states one by one (relative)")
     print("model             n threads      wall       cpu   mj fwd    /fwd  cpu/fwd   cold   alone")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(batched(name, make))

@@ -1631,8 +1631,8 @@ int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const 
 // CONSTRAINED_STEP: step_derivatives(constraints=True) of one state or N of euler, implicit or implicitfast, each in
 // one call where one_call_terms takes its solve (derivatives._one_call, the compiled twin of _Stepper.constrained_terms
 // there; one_call_state). q (nq,) or (N, nq), qd likewise; options: step_derivatives' (ctrl (N, nu), qfrc_applied (N,
-// nv) or None) and optionally qacc_warmstart (N, nv) or None (the solves' starts); tables: derivatives._one_call_tables' dict (still: the still tables; OneCallTables' arrays and numbers;
-// tolerance, iterations: the solver's). One state here with the compiled model's kept workspaces, N on threads (the GIL
+// nv) or None) and optionally qacc_warmstart (N, nv) or None (the solves' starts); tables: derivatives._one_call_tables'
+// dict (still: the still tables; OneCallTables' arrays and numbers; tolerance, iterations: the solver's). One state here with the compiled model's kept workspaces, N on threads (the GIL
 // released), each with its own. (A (N, 2 nv, 2 nv), B (N, 2 nv, nu), status (N), margins (N, 4)) (no N for one
 // state): status 0, or why the state is left to the NumPy text (OneCallDecline; its A, B and margins then undefined),
 // which names what is wrong

@@ -773,8 +773,9 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
     }
     for (const Touching &t : touching)
         if (t.candidates.empty()) return;                               // a contact of no candidate: not followed
-    std::vector<char> paired(G, 0);                                     // the geoms of some pair (the others: their
-    for (int64_t x = 0; x < 2 * P; x++) paired[T.pair[x]] = 1;          // centres alone, for the scale)
+    std::vector<char> paired(G, 0);                                     // the geoms of some pair or flat pair (the
+    for (int64_t x = 0; x < 2 * P; x++) paired[T.pair[x]] = 1;          // others: their centres alone, for the scale)
+    for (int64_t k = 0; k < T.nflat; k++) paired[T.plane[k]] = paired[T.other[k]] = 1;
     std::vector<int64_t> used;
     for (int64_t g = 0; g < G; g++)
         if (paired[g]) used.push_back(g);

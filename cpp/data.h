@@ -90,8 +90,8 @@ template <class T> struct Data {
     T *acc(int64_t i) { return cacc.data() + 6 * (i < 0 ? cacc.size() / 6 - 1 : size_t(i)); }
 };
 
-// the derivatives' buffers besides Data: 2 Bc per link (6x6), and u, w, psi, P = Ic_k S_k, Q = (2 Bc_k)^T S_k, G, H per
-// dof (6 each); for forward dynamics also qdd, c, M's Cholesky factor L (nv, nv) and X (nv, 3 nv)
+// the derivatives' buffers besides Data: 2 Bc per link (6x6), and u, w, psi, P = Ic_k S_k, Q = (2 Bc_k)^T S_k, G, H,
+// Bu = 2 Bc_k u_k per dof (6 each); for forward dynamics also qdd, c, M's Cholesky factor L (nv, nv) and X (nv, 3 nv)
 template <class T> struct DerivData {
     Vec<T> B2, u, w, psi, P, Q, G, H, Bu, qdd, c, L, X;
     explicit DerivData(const Model &m) {

@@ -50,7 +50,7 @@ struct StepDerivData {
     int nv, nu, cols;
     SimData<double> s;
     DerivData<double> dw;
-    std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
+    std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
     std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY, rates;   // the constrained step's (constrained_derivatives)
     std::vector<double> J6, adJ, adpos;                                // its analytic rows' (analytic_rows), and the
@@ -68,7 +68,7 @@ struct StepDerivData {
     StepDerivData(const Model &m, const Actuators &act)
         : nv(m.nv), nu(act.nu), cols(2 * m.nv + act.nu), s(m, act), dw(m) {
         size_t V = size_t(nv), C = size_t(cols);
-        for (auto *x : {&K, &tq, &tv, &cq, &cv, &cqm, &cvm, &scratch}) x->resize(V * V);
+        for (auto *x : {&K, &tq, &tv, &cq, &cv, &cqm, &cvm}) x->resize(V * V);
         for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
         for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn, &tau}) x->resize(V);
         qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V), cpiv.resize(V), every.resize(V);
@@ -312,10 +312,9 @@ inline void analytic_rows(const Model &m, const Data<double> &d, const Constrain
     size_t row = 0, n = 0;
     auto given_dofs = [&]() {                                          // where its dJ (a row or a column) or dpos is not
         const double *dJ = w.adJ.data() + row * sq, *dpos = w.adpos.data() + row * nv;   // zero (NaN included)
-        char *mark = w.amark.data(), zero = 1;
+        char *mark = w.amark.data();
         for (size_t k = 0; k < nv; k++) mark[k] = dpos[k] != 0.0;
-        for (size_t e = 0; e < sq; e++) zero &= dJ[e] == 0.0;          // a limit's: dpos alone
-        for (size_t j = 0; j < nv && !zero; j++) {
+        for (size_t j = 0; j < nv; j++) {
             char any = 0;
             for (size_t k = 0; k < nv; k++) {
                 const char on = dJ[j * nv + k] != 0.0;
@@ -612,9 +611,9 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     bool implicit = c.integrator == IMPLICIT, free = (c.integrator == IMPLICITFAST || discrete) && m.nfree;
     if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
         for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] + a[j];
-        rnea_derivatives(m, s.d, w.dw, q, w.qdn.data(), w.zero.data(), w.cq.data(), w.cv.data(), w.scratch.data());
+        rnea_derivatives_posed(m, s.d, w.dw, w.qdn.data(), w.zero.data(), w.cq.data(), w.cv.data());
         for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] - a[j];
-        rnea_derivatives(m, s.d, w.dw, q, w.qdn.data(), w.zero.data(), w.cqm.data(), w.cvm.data(), w.scratch.data());
+        rnea_derivatives_posed(m, s.d, w.dw, w.qdn.data(), w.zero.data(), w.cqm.data(), w.cvm.data());
         const double *cqm = w.cqm.data(), *cvm = w.cvm.data();
         auto correct = [&](int i) {
             for (int j = 0; j < nv; j++) {

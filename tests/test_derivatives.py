@@ -3215,10 +3215,13 @@ def test_a_warm_start_is_where_the_constrained_solves_begin(monkeypatch):
     stops unconverged from the unconstrained accelerations -- the one call declines (status 6, its solve) and the calls
     warn (ConvergenceWarning) -- in at least one of three states, but converges from the optimum (mj_forward with the
     exact solver): the one call takes the states, and A and B are within 1e-9 of the exact solver's from its own start,
-    through the one call (a batch of three), the calls (ONE_CALL False) and the NumPy text (the unconverged state); a
-    warm start of another size or not finite is named."""
-    states = [s for s in one_call_scene(5, 16)[:-1]
-              if s[1][28] != 0.5 - 1e-7 and s[1][23] > 0.1 * np.cos(0.5) + 0.05 * np.sin(0.5)][:3]   # the cylinder lifted
+    through the one call (a batch of three, and a fourth state, the cylinder on the floor, left to the calls: its own
+    row of the warm starts), the calls (ONE_CALL False) and the NumPy text (the unconverged state), and for a batch of
+    one state twice sharing one (nv,) warm start; rk4's four solves and the discrete step's take it (their solvers
+    spied); a warm start of another size or not finite, or without constraints, is named."""
+    rim = 0.1 * np.cos(0.5) + 0.05 * np.sin(0.5)                         # the cylinder's rim on the floor at q[23] below
+    scene = [s for s in one_call_scene(5, 16)[:-1] if s[1][28] != 0.5 - 1e-7]
+    states = [s for s in scene if s[1][23] > rim][:3] + [s for s in scene if s[1][23] < rim][:1]
     exact = states[0][0]
     Q, QD, C = (np.stack([s[k] for s in states]) for k in (1, 2, 3))
     m = mujoco.MjModel.from_xml_string(ONE_CALL_XML)
@@ -3242,12 +3245,15 @@ def test_a_warm_start_is_where_the_constrained_solves_begin(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         A, B = derivatives.step_derivatives(cut, Q, QD, ctrl=C, constraints=True, qacc_warmstart=W)
-    assert len(statuses) == 1 and (statuses[0] == 0).all()
+        A2, B2 = derivatives.step_derivatives(cut, Q[[0, 0]], QD[[0, 0]], ctrl=C[[0, 0]], constraints=True,
+                                              qacc_warmstart=W[0])
+    assert statuses[0].tolist() == [0, 0, 0, 2] and (statuses[1] == 0).all()   # the fourth's cylinder: the calls'
     assert np.abs(A - A0).max() <= 1e-9 * np.abs(A0).max() and np.abs(B - B0).max() <= 1e-9 * np.abs(B0).max()
+    assert np.abs(A2 - A0[[0, 0]]).max() <= 1e-9 * np.abs(A0[0]).max()
     with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
-        derivatives.step_derivatives(cut, Q, QD, ctrl=C, constraints=True)
-    assert len(statuses) == 2 and (statuses[1] == 6).any()            # OneCallDecline's solve: unconverged
-    k = int(np.argmax(statuses[1] == 6))                                 # a state 1 iteration leaves unconverged
+        derivatives.step_derivatives(cut, Q[:3], QD[:3], ctrl=C[:3], constraints=True)
+    assert len(statuses) == 3 and (statuses[2] == 6).any()            # OneCallDecline's solve: unconverged
+    k = int(np.argmax(statuses[2] == 6))                                 # a state 1 iteration leaves unconverged
     monkeypatch.setattr(derivatives, "ONE_CALL", False)
     for backend in ("native", "numpy"):
         with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
@@ -3263,12 +3269,26 @@ def test_a_warm_start_is_where_the_constrained_solves_begin(monkeypatch):
     with pytest.raises(InvalidStateError, match=r"qacc_warmstart\[2\] is nan"):
         derivatives.step_derivatives(cut, Q[0], QD[0], ctrl=C[0], constraints=True,
                                      qacc_warmstart=np.where(np.arange(exact.nv) == 2, np.nan, 0.0))
+    with pytest.raises(InvalidArgumentError, match="qacc_warmstart needs constraints=True"):
+        derivatives.step_derivatives(cut, Q[0], QD[0], ctrl=C[0], qacc_warmstart=W[0])
+    for integrator, name, at, count in (("rk4", "compiled_forward", 6, 4), ("discrete", "solve_with", 4, 1)):
+        given, solve = [], getattr(derivatives.solver, name)
+
+        def spy(*args, solve=solve, at=at, given=given, **kwargs):
+            given.append(args[at])
+            return solve(*args, **kwargs)
+        monkeypatch.setattr(derivatives.solver, name, spy)
+        derivatives.step_derivatives(exact, Q[0], QD[0], ctrl=C[0], constraints=True, integrator=integrator,
+                                     qacc_warmstart=W[0])
+        monkeypatch.undo()
+        assert len(given) == count and all(np.array_equal(g, W[0]) for g in given), integrator
 
 
 @pytest.mark.compiled
 def test_the_one_call_refuses_tables_and_options_it_cannot_read():
     """native.CONSTRAINED_STEP given its tables with an array of another type or shape (the one call's, the still
-    tables'), a missing or unknown field, or options of rk4: TypeError or ValueError naming the field and the call;
+    tables'), a missing or unknown field, options of rk4 or a warm start of another shape: TypeError or ValueError
+    naming the field and the call;
     the tables as made take the state."""
     model, q, qd, ctrl = one_call_scene(5, 2)[0]
     q = q.copy()
@@ -3288,3 +3308,5 @@ def test_the_one_call_refuses_tables_and_options_it_cannot_read():
             native.CONSTRAINED_STEP(model, q, qd, fields, table)
     with pytest.raises(ValueError, match="euler, implicit or implicitfast"):
         native.CONSTRAINED_STEP(model, q, qd, {**fields, "integrator": native.INTEGRATOR_CODES["rk4"]}, tables)
+    with pytest.raises(ValueError, match=r"constrained_step: qacc_warmstart \(N, nv\)"):
+        native.CONSTRAINED_STEP(model, q, qd, {**fields, "qacc_warmstart": np.zeros((1, 3))}, tables)

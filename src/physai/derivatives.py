@@ -668,8 +668,9 @@ class _Constraints:
 
     def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray | None, f: np.ndarray | None,
               tau: np.ndarray | None = None, front=None):
-        """(a_c, qfrc_constraint) at (q, qd) for M and qfrc_smooth f (the step's solver and options); keeps the rows,
-        their forces (engine.constraint.update at jar = J a_c - aref), states and S for derivatives(). On the compiled
+        """(a_c, qfrc_constraint) at (q, qd) for M and qfrc_smooth f (the step's solver and options, from self.warmstart
+        where given and its cost is lower); keeps the rows, their forces (engine.constraint.update at jar = J a_c -
+        aref), states and S for derivatives(). On the compiled
         backend the rows, the solve and that update are one call (solver.compiled_forward's rows: the rows built once),
         which takes tau = f + c (the bias c): the caller's (the compiled evaluate's DynamicsEvaluator.tau) or, None,
         made here; or, front given (the step's StepInputs, M and f None), makes M, f and tau itself as that evaluate
@@ -2888,8 +2889,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             (MuJoCo's qacc_warmstart, which mjd_transitionFD's steps start from: e.g. the simulator's
             d.qacc_warmstart), taken where its cost is below the unconstrained accelerations', as the step's own solve
             (every RK4 stage's). None (default): the unconstrained accelerations. A start near the optimum saves
-            Newton iterations; A and B move with it only within the solver's tolerance (model.opt.tolerance). Unused
-            without constraints (the smooth step has no solve).
+            Newton iterations; A and B move with it only within the solver's tolerance (model.opt.tolerance). Needs
+            constraints=True (the smooth step has no solve).
 
     Returns:
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
@@ -2938,6 +2939,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     constraints = validation.flag("constraints", constraints)
     if validation.flag("margins", margins) and not constraints:
         raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
+    if qacc_warmstart is not None and not constraints:
+        raise InvalidArgumentError("qacc_warmstart needs constraints=True: the smooth step has no constraint solve to start")
     na = 0 if model.actuators is None else model.actuators.na
     explicit = integrator == "discrete" and forward.explicit_couplings(model) and \
         forward.metric_couplings(model, model.actuators)               # PGS's explicit servo terms: the NumPy text's
@@ -2945,11 +2948,11 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     compiled = kernel and not constraints and not explicit   # the kernel declines, NumPy runs
     constrained = kernel and constraints and COMPILED_STEP and \
         integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state
-    if compiled and act is None and _plain_warmstart(model, qacc_warmstart):
+    if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
             return fast
-    if constrained and act is None and _plain_warmstart(model, qacc_warmstart):
+    if constrained and act is None:
         fast = _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins,
                                       qacc_warmstart)
         if fast is not None:
@@ -3075,14 +3078,14 @@ def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, qacc_war
     return native.CONSTRAINED_STEP(model, q, qd, fields, tables)
 
 
-def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping):
+def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping, qacc_warmstart=None):
     """(ctrl, qfrc_applied) of one state whose every argument is plainly well formed (finite float64 C-contiguous arrays
-    of the model's sizes, a float timestep, a bool euler_damping), ctrl zeros where the model's actuators are given none;
-    None otherwise (the full path then checks and names what is wrong)."""
+    of the model's sizes, qacc_warmstart's too where given, a float timestep, a bool euler_damping), ctrl zeros where
+    the model's actuators are given none; None otherwise (the full path then checks and names what is wrong)."""
     acts = model.actuators
     nu = 0 if acts is None else acts.nu
-    plain = [(q, model.nq), (qd, model.nv)] + [(x, size) for x, size in ((ctrl, nu), (qfrc_applied, model.nv))
-                                              if x is not None]
+    plain = [(q, model.nq), (qd, model.nv)] + [(x, size) for x, size in ((ctrl, nu), (qfrc_applied, model.nv),
+                                                                         (qacc_warmstart, model.nv)) if x is not None]
     if not (type(dt) is float and 0.0 < dt < np.inf and type(euler_damping) is bool and (acts is not None or ctrl is None)
             and all(type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (size,) and size > 0
                     and x.flags.c_contiguous for x, size in plain)
@@ -3095,16 +3098,9 @@ def _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, eul
     """_compiled_constrained of one _plain_state, without the full path's checks and copies: ((A, B), margins); None
     when it is not plain, or where the kernel declines the state (the full path then checks, names what is wrong, or
     redoes it)."""
-    plain = _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping)
+    plain = _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping, qacc_warmstart)
     return None if plain is None else _compiled_constrained(model, integrator, dt, euler_damping, q, qd, *plain, margins,
                                                             qacc_warmstart=qacc_warmstart)
-
-
-def _plain_warmstart(model, qacc_warmstart) -> bool:
-    """Whether qacc_warmstart is None or plainly one state (_plain_state's test: finite float64 (nv,) in C order)."""
-    w = qacc_warmstart
-    return w is None or (type(w) is np.ndarray and w.dtype == np.float64 and w.shape == (model.nv,) and w.flags.c_contiguous
-                         and bool(np.isfinite(w).all()))
 
 
 def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping):
