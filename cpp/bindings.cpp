@@ -1632,10 +1632,10 @@ int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const 
 // one call where one_call_terms takes its solve (derivatives._one_call, the compiled twin of _Stepper.constrained_terms
 // there; one_call_state). q (nq,) or (N, nq), qd likewise; options: step_derivatives' (ctrl (N, nu), qfrc_applied (N,
 // nv) or None) and optionally qacc_warmstart (N, nv) or None (the solves' starts); tables: derivatives._one_call_tables'
-// dict (still: the still tables; OneCallTables' arrays and numbers; tolerance, iterations: the solver's). One state here with the compiled model's kept workspaces, N on threads (the GIL
-// released), each with its own. (A (N, 2 nv, 2 nv), B (N, 2 nv, nu), status (N), margins (N, 4)) (no N for one
-// state): status 0, or why the state is left to the NumPy text (OneCallDecline; its A, B and margins then undefined),
-// which names what is wrong
+// dict (still: the still tables; OneCallTables' arrays and numbers; tolerance, iterations: the solver's). One state
+// here with the compiled model's kept workspaces, N on threads (the GIL released), each with its own. (A (N, 2 nv,
+// 2 nv), B (N, 2 nv, nu), status (N), margins (N, 4)) (no N for one state): status 0, or why the state is left to the
+// NumPy text (OneCallDecline; its A, B and margins then undefined), which names what is wrong
 nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");

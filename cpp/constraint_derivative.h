@@ -972,7 +972,8 @@ inline void one_call_margins(const Model &m, const OneCallTables &T, const RowsO
         } else {
             edge = std::min(edge, std::fabs(jar));
         }
-        if (r.type[size_t(i)] == LIMIT_JOINT || r.type[size_t(i)] == LIMIT_TENDON) leave = std::min(leave, r.margin[size_t(i)] - r.pos[size_t(i)]);
+        if (r.type[size_t(i)] == LIMIT_JOINT || r.type[size_t(i)] == LIMIT_TENDON)
+            leave = std::min(leave, r.margin[size_t(i)] - r.pos[size_t(i)]);
     }
     for (int64_t k = 0; k < c.n; k++) {
         int64_t first = r.contact_row[size_t(k)];
