@@ -236,7 +236,9 @@ struct OneCallWork {
     int64_t nu = 0;
     OneCallTerms terms;
     std::vector<double> floats, qacc, qfrc, f, M, poses, jac;
-    std::vector<int64_t> ints, geom;
+    std::vector<int64_t> ints, geom, left, near;
+    std::vector<uint8_t> proven;
+    StillWork still;
     OneCallWork(const Model &m, const Actuators &act)
         : collision(scalar::make_collision_work(m)), constraint(scalar::constraint_kernels.create(m)),
           kinematics(workspace(scalar::kernels, m)), step(scalar::step_derivative_kernels.create(m, act)), nu(act.nu) {}
@@ -1521,7 +1523,8 @@ nb::object proven_still_call(CompiledModel &nm, const nb::handle *args) {
     const npy_intp dims[1] = {npy_intp(k)};
     void *out;
     nb::object r = new_array(1, dims, NPY_BOOL, out);
-    proven_still(T, S, still, k, static_cast<uint8_t *>(out));
+    StillWork work;
+    proven_still(T, S, still, k, static_cast<uint8_t *>(out), work);
     if (args[3].is_none()) return r;
     PyArrayObject *base = reinterpret_cast<PyArrayObject *>(args[3].ptr());   // the check: q0 (nq,), the state
     if (!PyArray_Check(args[3].ptr()) || PyArray_TYPE(base) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(base) ||
@@ -1612,12 +1615,11 @@ int one_call_state(const Model &m, const OneCallSetup &u, OneCallWork &w, const 
     StillState S;                                                       // every contact dof: proven, or detected and held
     S.xpos = w.poses.data(), S.xmat = w.poses.data() + 3 * nbody, S.nc = contacts.n;
     S.floats = w.floats.data(), S.ints = w.ints.data(), S.geom = w.geom.data();
-    std::vector<uint8_t> proven(size_t(T.ncontact_dofs));
-    proven_still(u.still, S, T.contact_dofs, T.ncontact_dofs, proven.data());
-    std::vector<int64_t> left, near;
+    w.proven.resize(size_t(T.ncontact_dofs)), w.left.clear(), w.near.clear();
+    proven_still(u.still, S, T.contact_dofs, T.ncontact_dofs, w.proven.data(), w.still);
     for (int64_t k = 0; k < T.ncontact_dofs; k++)
-        if (!proven[size_t(k)]) left.push_back(T.contact_dofs[k]);
-    if (still_check(m, *w.collision, w.detected, u.still, S, q, left, near) != 0 || !near.empty()) return ONE_CALL_STILL;
+        if (!w.proven[size_t(k)]) w.left.push_back(T.contact_dofs[k]);
+    if (still_check(m, *w.collision, w.detected, u.still, S, q, w.left, w.near) != 0 || !w.near.empty()) return ONE_CALL_STILL;
     StepDerivativeCall call;                                            // the step after the rows' derivatives
     int64_t step_status = 0;
     call.q = Input{q, m.nq}, call.qd = Input{qd, nv}, call.ctrl = Input{ctrl, u.act->nu}, call.qfrc = Input{applied, nv};

@@ -181,7 +181,9 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
 // points c1 = a0 + s d1, c2 (_Constraints._segment_pair's), of dim 1 or 3; J (2, 6, nv) the bodies' Jacobians at their
 // origins (2, 3) (zeros for the world), the contact's frame (3, 3), pos (3), dist, mu (dim - 1), d1 (3), ds (nv: s's
 // rates), dD (3, nv: d(c2 - c1)), L = |c2 - c1|, radius (2), v1 (3, nv: body 1's point Jacobian at c1), turns (nv, nv),
-// common (nv: 1 on the dofs moving both bodies, skipped). dJ (rows, nv, nv), ddist (nv).
+// common (nv: 1 on the dofs moving both bodies, skipped). dJ (rows, nv, nv), ddist (nv). dJ is zero off the bodies'
+// chains (the dofs where a Jacobian's column is not zero: P, W, v1, dD and dp are zero off them) and not computed
+// there; scratch: kept between calls, or null
 //   dn = (dD - n (n . dD)) / L,  d dist = n . dD,  dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2
 //   dim 3: y0 = tangent_axis(n), y = y0 - n (n . y0), g = -(dn (n . y0) + n (y0 . dn)),
 //          dt1 = (g - t1 (t1 . g)) / |y|,  dt2 = dn x t1 + n x dt1
@@ -189,13 +191,23 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
 inline void segment_contact_rows(int64_t nv, const double *J, const double *origin, const double *frame,
                                  const double *pos, double dist, const double *mu, int64_t dim, const double *d1,
                                  const double *ds, const double *dD, double L, const double *radius, const double *v1,
-                                 const double *turns, const double *common, double *dJ, double *ddist) {
-    std::vector<double> dframe(3 * 3 * nv), dp(3 * nv), E(6 * 3), dE(6 * 3 * nv), P(3 * nv), Jd(3 * nv, 0.0);
-    std::vector<double> EW(3 * nv), turned(nv * nv), part(nv * nv);
-    std::vector<int> all(static_cast<size_t>(nv));                      // dp moves on both bodies' chains: every dof
-    for (int64_t k = 0; k < nv; k++) all[size_t(k)] = int(k);
+                                 const double *turns, const double *common, double *dJ, double *ddist,
+                                 std::vector<double> *scratch = nullptr) {
+    std::vector<double> own, &buffer = scratch ? *scratch : own;
+    const size_t V = size_t(nv);
+    buffer.resize(39 * V + 18 + 2 * V * V);
+    double *dframe = buffer.data(), *dp = dframe + 9 * V, *E = dp + 3 * V, *dE = E + 18, *P = dE + 18 * V, *Jd = P + 3 * V;
+    double *EW = Jd + 3 * V, *turned = EW + 3 * V, *part = turned + V * V;
+    std::fill(Jd, Jd + 3 * V, 0.0);
+    std::vector<int> S(V);                                              // dp moves on both bodies' chains: their union
+    int ns = 0;
+    for (int64_t k = 0; k < nv; k++) {
+        bool on = false;
+        for (int r = 0; r < 12; r++) on = on || J[r * nv + k] != 0;
+        if (on) S[size_t(ns++)] = int(k);
+    }
     const double *n = frame, *t1 = frame + 3;
-    double *dn = dframe.data();
+    double *dn = dframe;
     const double r = radius[0] + dist / 2;
     for (int64_t k = 0; k < nv; k++) {
         const double dd = n[0] * dD[k] + n[1] * dD[nv + k] + n[2] * dD[2 * nv + k];
@@ -210,7 +222,7 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
         const double ny0 = n[0] * y0[0] + n[1] * y0[1] + n[2] * y0[2];
         const double y[3] = {y0[0] - n[0] * ny0, y0[1] - n[1] * ny0, y0[2] - n[2] * ny0};
         const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
-        double *dt1 = dframe.data() + 3 * nv, *dt2 = dframe.data() + 6 * nv;
+        double *dt1 = dframe + 3 * nv, *dt2 = dframe + 6 * nv;
         for (int64_t k = 0; k < nv; k++) {
             const double d[3] = {dn[k], dn[nv + k], dn[2 * nv + k]};
             const double y0d = y0[0] * d[0] + y0[1] * d[1] + y0[2] * d[2];
@@ -223,8 +235,8 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
         }
     }
     const int rows = pyramid_rows(dim);
-    pyramid_edges(frame, frame, mu, dim, 3, E.data());
-    pyramid_edges(dframe.data(), dframe.data(), mu, dim, 3 * nv, dE.data());
+    pyramid_edges(frame, frame, mu, dim, 3, E);
+    pyramid_edges(dframe, dframe, mu, dim, 3 * nv, dE);
     for (int64_t i = 0; i < rows * nv * nv; i++) dJ[i] = 0.0;
     for (int b = 0; b < 2; b++) {                                      // Jd = Jp2(p) - Jp1(p)
         const double sign = b == 0 ? -1.0 : 1.0, *Jb = J + b * 6 * nv, *W = Jb + 3 * nv;
@@ -236,21 +248,26 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
             for (int x = 0; x < 3; x++) P[x * nv + k] = Jb[x * nv + k] + a[x];
         }
         for (int e = 0; e < rows; e++) {
-            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, all.data(), int(nv), EW.data(), turned.data(),
-                          part.data());
+            rows_on_point(&E[3 * e], P, W, dp, turns, nv, S.data(), ns, EW, turned, part);
             double *out = dJ + e * nv * nv;
-            for (int64_t i = 0; i < nv * nv; i++) out[i] += sign * part[i];
+            for (int a = 0; a < ns; a++)
+                for (int c = 0; c < ns; c++) out[S[a] * nv + S[c]] += sign * part[S[a] * nv + S[c]];
         }
         for (int64_t i = 0; i < 3 * nv; i++) Jd[i] += sign * P[i];
     }
     for (int e = 0; e < rows; e++) {
-        const double *de = dE.data() + e * 3 * nv;
+        const double *de = dE + e * 3 * nv;
         double *out = dJ + e * nv * nv;
-        for (int64_t j = 0; j < nv; j++) {
-            for (int64_t k = 0; k < nv; k++)
+        for (int a = 0; a < ns; a++) {
+            const int64_t j = S[a];
+            if (common[j] != 0) {
+                for (int c = 0; c < ns; c++) out[j * nv + S[c]] = 0.0;
+                continue;
+            }
+            for (int c = 0; c < ns; c++) {
+                const int64_t k = S[c];
                 out[j * nv + k] += de[k] * Jd[j] + de[nv + k] * Jd[nv + j] + de[2 * nv + k] * Jd[2 * nv + j];
-            if (common[j] != 0)
-                for (int64_t k = 0; k < nv; k++) out[j * nv + k] = 0.0;
+            }
         }
     }
 }
@@ -675,14 +692,15 @@ struct Touching {
 };
 
 // _Constraints._touching_rooms' room of each touching pair with one candidate (-inf for the others: not known)
-inline std::vector<double> touching_rooms(const StillTables &T, const StillFrames &F, const StillState &S,
-                                          const std::vector<Touching> &touching) {
+// into room (group: scratch)
+inline void touching_rooms(const StillTables &T, const StillFrames &F, const StillState &S,
+                           const std::vector<Touching> &touching, std::vector<double> &room, std::vector<double> &group) {
     const int64_t *kind = T.geom_type;
     const double *size = T.geom_size;
-    std::vector<double> room(touching.size(), -STILL_INF);
+    room.assign(touching.size(), -STILL_INF);
     double turn_max = 0.0;
     for (int64_t k = 0; k < T.nv; k++) turn_max = std::max(turn_max, T.turn[k]);
-    std::vector<double> group(S.nc, STILL_INF);                         // half the way to another of its group
+    group.assign(size_t(S.nc), STILL_INF);                              // half the way to another of its group
     for (int64_t c = 0; c < S.nc; c++)
         for (int64_t e = 0; e < S.nc; e++) {
             if (e == c || S.ints[3 * e] != S.ints[3 * c] || S.ints[3 * e + 1] != S.ints[3 * c + 1] ||
@@ -718,14 +736,15 @@ inline std::vector<double> touching_rooms(const StillTables &T, const StillFrame
         for (int64_t c : t.contacts) r = std::min(r, group[c]);        // nearer its own than half the way to another
         room[k] = r;
     }
-    return room;
 }
 
-// _Constraints._rooms: (P,) how far each pair's geoms may move before their contacts may change (-inf: not known)
-inline std::vector<double> still_rooms(const StillTables &T, const StillFrames &F, const StillState &S,
-                                       const std::vector<Touching> &touching, const std::vector<char> &needed,
-                                       const std::vector<char> &held, const std::vector<double> &travel) {
-    std::vector<double> room(T.npair);
+// _Constraints._rooms: room (P,) how far each pair's geoms may move before their contacts may change (-inf: not
+// known); rest, group: scratch
+inline void still_rooms(const StillTables &T, const StillFrames &F, const StillState &S,
+                        const std::vector<Touching> &touching, const std::vector<char> &needed,
+                        const std::vector<char> &held, const std::vector<double> &travel, std::vector<double> &room,
+                        std::vector<double> &rest, std::vector<double> &group) {
+    room.resize(size_t(T.npair));
     for (int64_t p = 0; p < T.npair; p++) {                             // above detect's bounding-sphere filter
         const double *c1 = &F.centre[3 * T.pair[2 * p]], *c2 = &F.centre[3 * T.pair[2 * p + 1]];
         double d[3] = {c1[0] - c2[0], c1[1] - c2[1], c1[2] - c2[2]};
@@ -745,26 +764,44 @@ inline std::vector<double> still_rooms(const StillTables &T, const StillFrames &
         }
         if (held[p]) room[p] = -STILL_INF;
     }
-    std::vector<double> rest = touching_rooms(T, F, S, touching);
+    touching_rooms(T, F, S, touching, rest, group);
     for (size_t k = 0; k < touching.size(); k++)
         if (touching[k].candidates.size() == 1) room[touching[k].candidates[0]] = rest[k];
-    return room;
 }
 
+// proven_still's buffers, kept between calls
+struct StillWork {
+    std::vector<Touching> touching;
+    std::vector<char> held, first, paired, needed;
+    std::vector<int64_t> used;
+    StillFrames F;
+    std::vector<uint64_t> moves;
+    std::vector<double> speed, fastest, travel, room, rest, group;
+};
+
 // _Constraints._proven_still: out[k] whether no contact can appear or leave within 2 ROW_STEP along dof still[k]
-inline void proven_still(const StillTables &T, const StillState &S, const int64_t *still, int64_t nstill, uint8_t *out) {
+// (w: its buffers)
+inline void proven_still(const StillTables &T, const StillState &S, const int64_t *still, int64_t nstill, uint8_t *out,
+                         StillWork &w) {
     std::fill(out, out + nstill, uint8_t(0));
     const int64_t G = T.ngeom, P = T.npair;
-    std::vector<Touching> touching;                                     // _touching_pairs, with their candidates
+    std::vector<Touching> &touching = w.touching;                       // _touching_pairs, with their candidates
+    size_t count = 0;
     for (int64_t c = 0; c < S.nc; c++) {
         int64_t a = S.geom[2 * c], b = S.geom[2 * c + 1];
         if (a < 0 || b < 0) return;                                     // a contact of no geom pair: not followed
         size_t k = 0;
-        while (k < touching.size() && (touching[k].g1 != a || touching[k].g2 != b)) k++;
-        if (k == touching.size()) touching.push_back({a, b, {}, {}});
+        while (k < count && (touching[k].g1 != a || touching[k].g2 != b)) k++;
+        if (k == count) {                                               // a new pair (its vectors kept, emptied)
+            if (count == touching.size()) touching.emplace_back();
+            Touching &t = touching[count++];
+            t.g1 = a, t.g2 = b, t.contacts.clear(), t.candidates.clear();
+        }
         touching[k].contacts.push_back(c);
     }
-    std::vector<char> held(P, 0), first(G, 0);                         // first: a touching pair's first geom
+    touching.resize(count);
+    std::vector<char> &held = w.held, &first = w.first;                // first: a touching pair's first geom
+    held.assign(size_t(P), 0), first.assign(size_t(G), 0);
     for (const Touching &t : touching) first[t.g1] = 1;
     for (int64_t p = 0; p < P; p++) {                                   // each pair's candidates, in p's order
         if (!first[T.pair[2 * p]]) continue;
@@ -773,13 +810,15 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
     }
     for (const Touching &t : touching)
         if (t.candidates.empty()) return;                               // a contact of no candidate: not followed
-    std::vector<char> paired(G, 0);                                     // the geoms of some pair or flat pair (the
+    std::vector<char> &paired = w.paired;                               // the geoms of some pair or flat pair (the
+    paired.assign(size_t(G), 0);
     for (int64_t x = 0; x < 2 * P; x++) paired[T.pair[x]] = 1;          // others: their centres alone, for the scale)
     for (int64_t k = 0; k < T.nflat; k++) paired[T.plane[k]] = paired[T.other[k]] = 1;
-    std::vector<int64_t> used;
+    std::vector<int64_t> &used = w.used;
+    used.clear();
     for (int64_t g = 0; g < G; g++)
         if (paired[g]) used.push_back(g);
-    StillFrames F;                                                      // the geoms' frames at q
+    StillFrames &F = w.F;                                               // the geoms' frames at q
     F.R.assign(9 * G, 0.0), F.centre.assign(3 * G, 0.0), F.middle.assign(3 * G, 0.0), F.half.assign(3 * G, 0.0);
     static const double eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0, 0, 0};
     for (int64_t g = 0; g < G; g++) {
@@ -806,8 +845,9 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
         }
     if (!(scale < 1e150 && finite)) return;                             // else squares may overflow: levers, rooms
     const int64_t W = (nstill + 63) / 64;                               // each geom's still dofs, a bit each
-    std::vector<uint64_t> moves(G * W, 0);
-    std::vector<double> speed(nstill * G, 0.0), fastest(G, 0.0);        // each geom's points' speed along each dof
+    std::vector<uint64_t> &moves = w.moves;
+    std::vector<double> &speed = w.speed, &fastest = w.fastest;         // each geom's points' speed along each dof
+    moves.assign(size_t(G * W), 0), speed.assign(size_t(nstill * G), 0.0), fastest.assign(size_t(G), 0.0);
     for (int64_t k = 0; k < nstill; k++) {
         int64_t dof = still[k];
         const double *x = S.xpos + 3 * T.body[dof];
@@ -821,16 +861,18 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
             speed[k * G + g] = v, fastest[g] = std::max(fastest[g], v);
         }
     }
-    std::vector<char> needed(P, 0);                                     // the pairs some dof may change
+    std::vector<char> &needed = w.needed;                               // the pairs some dof may change
+    needed.assign(size_t(P), 0);
     for (int64_t p = 0; p < P; p++) {
         const uint64_t *m1 = &moves[T.pair[2 * p] * W], *m2 = &moves[T.pair[2 * p + 1] * W];
-        for (int64_t w = 0; w < W && !needed[p]; w++) needed[p] = (m1[w] ^ m2[w]) || (held[p] && (m1[w] | m2[w]));
+        for (int64_t x = 0; x < W && !needed[p]; x++) needed[p] = (m1[x] ^ m2[x]) || (held[p] && (m1[x] | m2[x]));
     }
     double slack = 1e-9 * scale;
-    std::vector<double> travel(P);
+    std::vector<double> &travel = w.travel, &room = w.room;
+    travel.resize(size_t(P));
     for (int64_t p = 0; p < P; p++)
         travel[p] = 2 * T.row_step * (fastest[T.pair[2 * p]] + fastest[T.pair[2 * p + 1]]) + slack;
-    std::vector<double> room = still_rooms(T, F, S, touching, needed, held, travel);
+    still_rooms(T, F, S, touching, needed, held, travel, room, w.rest, w.group);
     std::fill(out, out + nstill, uint8_t(1));
     for (int64_t p = 0; p < P; p++) {                                   // those that fail at the fastest: dof by dof
         if (!needed[p] || room[p] > travel[p]) continue;
@@ -874,6 +916,7 @@ struct OneCallTerms {
         plane_axis;
     std::vector<int64_t> pairs;                    // the sphere and capsule pairs' contacts, in order
     std::vector<double> pair_J, pair_dJ, pair_ddist, room, speed, st, dD, v1, common;   // one pair's
+    std::vector<double> pair_scratch;                                   // segment_contact_rows'
 };
 
 // a geom's z axis in the world (_geom_axis): its body's xmat (world: the identity) times its own in the body
@@ -948,7 +991,7 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
     out.pair_dJ.resize(at + size_t(rows * nv * nv)), out.pair_ddist.resize(at_d + size_t(nv));
     segment_contact_rows(nv, out.pair_J.data(), origin, n, c.pos(k), c.dist(k), c.friction(k), dim, axes[0],
                          out.st.data(), out.dD.data(), L, radius, out.v1.data(), T.turns, out.common.data(),
-                         &out.pair_dJ[at], &out.pair_ddist[at_d]);
+                         &out.pair_dJ[at], &out.pair_ddist[at_d], &out.pair_scratch);
     for (int64_t i = first; i < first + rows; i++) out.rows.push_back(i);
     return ONE_CALL_TAKEN;
 }

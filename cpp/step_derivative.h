@@ -53,9 +53,9 @@ struct StepDerivData {
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
     std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY, rates;   // the constrained step's (constrained_derivatives)
-    std::vector<double> J6, adJ, adpos;                                // its analytic rows' (analytic_rows), and the
-    std::vector<int> asupport, asupport_at;                            // dofs each row's dJ and dpos are not zero on
-    std::vector<char> amark;                                           // (analytic_rows' scratch)
+    std::vector<double> J6, pscratch;                                  // the plane contacts' Jacobians, plane_forces'
+    std::vector<int> pS, asupport, asupport_at;                        // scratch; the given rows' dofs where dJ or dpos
+    std::vector<char> amark;                                           // is not zero (analytic_rows, its scratch)
     std::vector<int> every;                                            // 0 .. nv - 1: the anchored rows' support
     std::vector<const double *> sources;                               // subtract_sources' sources and coefficients
     std::vector<double> coefficients;
@@ -64,7 +64,9 @@ struct StepDerivData {
     std::vector<int64_t> Q;
     std::vector<int> piv;
     std::vector<double> L, Linv;                                       // K's Cholesky on M's tree pattern (acceleration)
-    std::vector<char> keep;
+    std::vector<double> HL, Hinv;                                      // H's or M's there (symmetric_factor), when
+    bool htree = false;                                                // htree; on_tree (nv, nv): 1 on the pattern
+    std::vector<char> keep, on_tree;
     StepDerivData(const Model &m, const Actuators &act)
         : nv(m.nv), nu(act.nu), cols(2 * m.nv + act.nu), s(m, act), dw(m) {
         size_t V = size_t(nv), C = size_t(cols);
@@ -72,7 +74,11 @@ struct StepDerivData {
         for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
         for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn, &tau}) x->resize(V);
         qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V), cpiv.resize(V), every.resize(V);
-        L.resize(size_t(tree_nnz(m))), Linv.resize(V);
+        L.resize(size_t(tree_nnz(m))), Linv.resize(V), HL.resize(size_t(tree_nnz(m))), Hinv.resize(V);
+        on_tree.assign(V * V, 0);
+        for (int k = 0; k < nv; k++)
+            for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++)
+                on_tree[size_t(k) * V + size_t(m.M_colind[a])] = on_tree[size_t(m.M_colind[a]) * V + size_t(k)] = 1;
         for (int k = 0; k < nv; k++) every[size_t(k)] = k;
         M0.resize(V * V), this->C.resize(V * C), R.resize(V * C);
         for (auto *x : {&cb, &ck, &dcb, &dck}) x->resize(size_t(nu));
@@ -277,11 +283,9 @@ inline void times_S(const ConstrainedTerms &t, const double *X, int cols, double
     }
 }
 
-// dJ (nplane contacts' rows, nv, nv) and dpos (rows, nv) of the plane contacts t leaves to the step
-// (derivatives._Constraints._plane_contacts): each one's body's Jacobian (6, nv) at its origin from the step's
-// kinematics at q (d after evaluate: com_pos done), then plane_contact_rows; J6: scratch (nplane, 6, nv)
-inline void plane_contacts(const Model &m, const Data<double> &d, const ConstrainedTerms &t, std::vector<double> &J6,
-                           double *dJ, double *dpos) {
+// each plane contact's body's Jacobian (6, nv) at its origin into J6 (nplane, 6, nv) from the step's kinematics at q (d
+// after evaluate: com_pos done) (derivatives._Constraints._plane_contacts' jacobians)
+inline void plane_jacobians(const Model &m, const Data<double> &d, const ConstrainedTerms &t, std::vector<double> &J6) {
     size_t size = size_t(6) * m.nv;
     J6.resize(size_t(t.nplane) * size);
     for (int64_t c = 0; c < t.nplane; c++) {
@@ -290,75 +294,69 @@ inline void plane_contacts(const Model &m, const Data<double> &d, const Constrai
         if (link >= 0) jacobian(m, d, link, m.body_pos + 3 * b, J);
         else std::fill(J, J + size, 0.0);                              // welded to the world: no dof moves it
     }
-    plane_contact_rows(t.nplane, m.nv, J6.data(), t.plane_origin, t.plane_frame, t.plane_pos, t.plane_dist,
-                       t.plane_friction, 5, t.plane_radius, t.plane_dim, t.plane_axis, t.turns, dJ, dpos, false);
 }
 
-// every analytic row's dJ (nrows, nv, nv) and dpos (nrows, nv) into w.adJ, w.adpos (derivatives._Constraints.
-// _analytic_rows' order): t's dJ and dpos, the plane contacts' rows (plane_at on) made here (plane_contacts); and the
-// dofs each row's dJ and dpos may be non-zero on into w.asupport (row i's from w.asupport_at[i] to [i + 1]): a plane
-// contact's its body's chain (jacobian_support; its dJ's entries off the chain are not written), for the others the dofs
-// where a row or column of its dJ, or its dpos, is not zero (a limit's: its dof; zeros add nothing but signed zeros)
+// the given analytic rows' supports (t's dJ and dpos, in _analytic_rows' order without the plane contacts' rows) into
+// w.asupport (given row i's dofs from w.asupport_at[i] to [i + 1]): the dofs where a row or column of its dJ, or its
+// dpos, is not zero (a limit's: its dof; zeros add nothing but signed zeros); and the plane contacts' Jacobians
+// (plane_jacobians), whose rows plane_forces takes
 inline void analytic_rows(const Model &m, const Data<double> &d, const ConstrainedTerms &t, StepDerivData &w) {
-    size_t nv = size_t(m.nv), sq = nv * nv, at = size_t(t.plane_at), planes = size_t(t.plane_rows);
-    size_t rows = size_t(t.nrows), given = rows - planes;
-    w.adJ.resize(rows * sq), w.adpos.resize(rows * nv);
-    std::copy(t.dJ, t.dJ + at * sq, w.adJ.data());
-    std::copy(t.dJ + at * sq, t.dJ + given * sq, w.adJ.data() + (at + planes) * sq);
-    std::copy(t.dpos, t.dpos + at * nv, w.adpos.data());
-    std::copy(t.dpos + at * nv, t.dpos + given * nv, w.adpos.data() + (at + planes) * nv);
-    if (t.nplane) plane_contacts(m, d, t, w.J6, w.adJ.data() + at * sq, w.adpos.data() + at * nv);
-    w.asupport.resize(rows * nv), w.asupport_at.assign(rows + 1, 0), w.amark.resize(nv);
-    size_t row = 0, n = 0;
-    auto given_dofs = [&]() {                                          // where its dJ (a row or a column) or dpos is not
-        const double *dJ = w.adJ.data() + row * sq, *dpos = w.adpos.data() + row * nv;   // zero (NaN included)
+    size_t nv = size_t(m.nv), sq = nv * nv, given = size_t(t.nrows - t.plane_rows);
+    if (t.nplane) plane_jacobians(m, d, t, w.J6);
+    w.asupport.resize(given * nv), w.asupport_at.assign(given + 1, 0), w.amark.resize(nv);
+    size_t n = 0;
+    for (size_t row = 0; row < given; row++) {
+        const double *dJ = t.dJ + row * sq, *dpos = t.dpos + row * nv;   // zero (NaN included)
         char *mark = w.amark.data();
         for (size_t k = 0; k < nv; k++) mark[k] = dpos[k] != 0.0;
-        for (size_t j = 0; j < nv; j++) {
-            char any = 0;
-            for (size_t k = 0; k < nv; k++) {
-                const char on = dJ[j * nv + k] != 0.0;
-                mark[k] |= on, any |= on;
-            }
-            mark[j] |= any;
+        for (size_t j = 0; j < nv; j++) {                              // most rows of dJ are zero: tested first
+            const double *dJj = dJ + j * nv;
+            bool any = false;
+            for (size_t k = 0; k < nv; k++) any |= dJj[k] != 0.0;
+            if (!any) continue;
+            mark[j] = 1;
+            for (size_t k = 0; k < nv; k++) mark[k] |= dJj[k] != 0.0;
         }
         for (size_t k = 0; k < nv; k++)
             if (mark[k]) w.asupport[n++] = int(k);
-        w.asupport_at[++row] = int(n);
-    };
-    while (row < at) given_dofs();
-    for (int64_t c = 0; c < t.nplane; c++) {                           // each plane contact's rows: its body's chain
-        const int ns = jacobian_support(w.J6.data() + size_t(c) * 6 * nv, int64_t(nv), w.asupport.data() + n);
-        for (int e = 0, count = pyramid_rows(t.plane_dim[c]); e < count; e++) {
-            if (e) std::copy_n(w.asupport.data() + n - size_t(ns), ns, w.asupport.data() + n);
-            n += size_t(ns), w.asupport_at[++row] = int(n);
-        }
+        w.asupport_at[row + 1] = int(n);
     }
-    while (row < rows) given_dofs();
 }
 
-// Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the n rows given (rows; dJ_all (n, nv, nv),
-// dpos_all (n, nv): analytic_rows', or the anchored connect and weld rows' with dpos = J) (derivatives._Constraints.
-// _analytic_forces), each held in its state at the optimum a_c:
+// Wrow (cols) += df of quadratic row `row` along the dofs S (analytic_forces' terms, its dJ qd and dJ a_c given on S):
 //   jar = J a_c - aref,  d aref = -B dJ qd - K imp dpos - K impP (pos - margin) dgap - dbias,
-//   dD = D impP / (imp (1 - imp)) dgap,  df = -dD jar - D (dJ a_c - d aref) on a quadratic row (0 otherwise)
-// with f the optimum's force there, dgap = dpos where dgap_all is null, dbias zero where dbias_all is null; row i's
-// dofs (dJ, dpos, dgap zero off them) support[support_at[i] .. support_at[i + 1]), or without support_at support's nv;
-// one pass over each row's dJ on its support makes dJ qd, dJ a_c and Gq's part (derivatives._turning); rates: scratch
-// (2 nv)
+//   dD = D impP / (imp (1 - imp)) dgap,  df = -dD jar - D (dJ a_c - d aref)   (dbias null: zero)
+inline void row_rates(int nv, const ConstrainedTerms &t, int64_t row, const int *S, int ns, const double *qdJ,
+                      const double *adJ, const double *dpos, const double *dgap, const double *dbias, double *Wrow) {
+    const double *J = t.J + size_t(row) * nv;
+    double jar = -t.aref[row];
+    for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
+    double spring = t.K[row] * t.imp[row], curve = t.K[row] * t.impP[row] * (t.pos[row] - t.margin[row]);
+    double dD = t.D[row] * t.impP[row] / (t.imp[row] * (1 - t.imp[row]));
+    for (int b = 0; b < ns; b++) {
+        const int k = S[b];
+        double daref = -t.B[row] * qdJ[k] - spring * dpos[k] - curve * dgap[k];
+        if (dbias) daref -= dbias[k];
+        Wrow[k] += -dD * dgap[k] * jar - t.D[row] * (adJ[k] - daref);
+    }
+}
+
+// Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df (row_rates) of the n rows given (rows; dJ_all
+// (n, nv, nv), dpos_all (n, nv): the given analytic rows', or the anchored connect and weld rows' with dpos = J)
+// (derivatives._Constraints._analytic_forces), each held in its state at the optimum a_c, f its force there on a
+// quadratic row (0 otherwise); dgap = dpos where dgap_all is null, dbias zero where dbias_all is null; row i's dofs (dJ,
+// dpos, dgap zero off them) support[support_at[i] .. support_at[i + 1]), or without support_at support's nv; one pass
+// over each row's dJ on its support makes dJ qd, dJ a_c and Gq's part (derivatives._turning); rates: scratch (2 nv)
 inline void analytic_forces(int nv, const ConstrainedTerms &t, int64_t n, const int64_t *rows, const double *dJ_all,
                             const double *dpos_all, const double *dgap_all, const double *dbias_all, const double *qd,
                             double *Gq, double *Wq, int cols, const int *support, const int *support_at, double *rates) {
     for (int64_t i = 0; i < n; i++) {
         int64_t row = rows[i];
-        const double *dJ = dJ_all + size_t(i) * nv * nv, *dpos = dpos_all + size_t(i) * nv, *J = t.J + size_t(row) * nv;
+        const double *dJ = dJ_all + size_t(i) * nv * nv, *dpos = dpos_all + size_t(i) * nv;
         const double *dgap = dgap_all ? dgap_all + size_t(i) * nv : dpos;
         const int *S = support_at ? support + support_at[i] : support, ns = support_at ? support_at[i + 1] - support_at[i] : nv;
         bool quadratic = t.state[row] == QUADRATIC;
-        double jar = -t.aref[row], f = quadratic ? t.force[row] : 0.0;
-        for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
-        double spring = t.K[row] * t.imp[row], curve = t.K[row] * t.impP[row] * (t.pos[row] - t.margin[row]);
-        double dD = t.D[row] * t.impP[row] / (t.imp[row] * (1 - t.imp[row]));
+        double f = quadratic ? t.force[row] : 0.0;
         double *qdJ = rates, *adJ = rates + nv;                        // (dJ qd)_k, (dJ a_c)_k, k in S
         for (int b = 0; b < ns; b++) qdJ[S[b]] = 0.0, adJ[S[b]] = 0.0;
         for (int a = 0; a < ns; a++) {                                 // off S x S: dJ zero, adds nothing
@@ -372,12 +370,9 @@ inline void analytic_forces(int nv, const ConstrainedTerms &t, int64_t n, const 
                 Gj[k] -= f * x;                                         // Gq -= f dJ (_turning)
             }
         }
-        for (int b = 0; b < ns; b++) {
-            const int k = S[b];
-            double daref = -t.B[row] * qdJ[k] - spring * dpos[k] - curve * dgap[k];
-            if (dbias_all) daref -= dbias_all[size_t(i) * nv + k];
-            if (quadratic) Wq[size_t(row) * cols + k] += -dD * dgap[k] * jar - t.D[row] * (adJ[k] - daref);
-        }
+        if (quadratic)
+            row_rates(nv, t, row, S, ns, qdJ, adJ, dpos, dgap, dbias_all ? dbias_all + size_t(i) * nv : nullptr,
+                      Wq + size_t(row) * cols);
     }
 }
 
@@ -432,11 +427,31 @@ inline void tree_solve_rows(const Model &m, const double *L, const double *inv, 
     }
 }
 
+// factor a symmetric A (nv, nv; H or M, destroyed) for symmetric_apply: on M's tree pattern (w.on_tree: its entries
+// off it zero) by tree_cholesky into w.HL, w.Hinv; else, or not positive definite there, its LU in place; false: singular
+inline bool symmetric_factor(const Model &m, StepDerivData &w, double *A) {
+    const size_t nv = size_t(m.nv);
+    w.htree = true;
+    for (size_t e = 0; e < nv * nv && w.htree; e++) w.htree = w.on_tree[e] || A[e] == 0.0;
+    if (w.htree) {
+        tree_pack(m, (const double *)A, w.HL.data());
+        w.htree = tree_cholesky(m, w.HL.data(), w.Hinv.data());
+    }
+    return w.htree || lu_factor(A, m.nv, w.cpiv.data());
+}
+
+// X (nv, cols) <- A^-1 X from symmetric_factor's factor of A
+inline void symmetric_apply(const Model &m, StepDerivData &w, const double *A, double *X, int cols) {
+    if (w.htree) tree_solve_rows(m, w.HL.data(), w.Hinv.data(), X, cols, w.sub);
+    else lu_apply(A, m.nv, w.cpiv.data(), X, cols, w.sub);
+}
+
 // X (nv, cols) <- H^-1 (X + J^T W) (derivatives._Constraints._hessian_solve; H (nv, nv) destroyed): with stiff rows (the
 // quadratic rows Q, no cone, W zero elsewhere) M^-1 (X - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 X - W_Q / D_Q)),
-// R_Q = 1 / D_Q; otherwise H's LU; false for a singular matrix
-inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *M, double *H, double *X,
-                          const double *W, int cols) {
+// R_Q = 1 / D_Q; otherwise H's factor; M and H by symmetric_factor; false for a singular matrix
+inline bool hessian_solve(const Model &m, const ConstrainedTerms &t, StepDerivData &w, const double *M, double *H,
+                          double *X, const double *W, int cols) {
+    const int nv = m.nv;
     bool stiff = t.stiff && !t.ncone;
     for (int64_t r = 0; r < t.nefc && stiff; r++)
         if (t.state[r] != QUADRATIC)
@@ -452,8 +467,8 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
             }
             subtract_sources(w.sub, X + size_t(v) * cols, [&](int k) { return src[size_t(k)]; }, coef.data(), int(src.size()), cols);
         }
-        if (!lu_factor(H, nv, w.cpiv.data())) return false;
-        lu_apply(H, nv, w.cpiv.data(), X, cols, w.sub);
+        if (!symmetric_factor(m, w, H)) return false;
+        symmetric_apply(m, w, H, X, cols);
         return true;
     }
     std::vector<int64_t> &Q = w.Q;                                     // the quadratic rows
@@ -462,13 +477,13 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
         if (t.state[r] == QUADRATIC) Q.push_back(r);
     int nq = int(Q.size());
     std::copy(M, M + size_t(nv) * nv, H);                              // M^-1 X, M^-1 J_Q^T (nv, nq)
-    if (!lu_factor(H, nv, w.cpiv.data())) return false;
-    lu_apply(H, nv, w.cpiv.data(), X, cols, w.sub);
+    if (!symmetric_factor(m, w, H)) return false;
+    symmetric_apply(m, w, H, X, cols);
     w.MiJ.resize(size_t(nv) * nq), w.Kq.resize(size_t(nq) * nq), w.KY.resize(size_t(nq) * cols), w.qpiv.resize(size_t(nq));
     double *MiJ = w.MiJ.data(), *Kq = w.Kq.data(), *Y = w.KY.data();
     for (int v = 0; v < nv; v++)
         for (int i = 0; i < nq; i++) MiJ[size_t(v) * nq + i] = t.J[size_t(Q[i]) * nv + v];
-    lu_apply(H, nv, w.cpiv.data(), MiJ, nq, w.sub);
+    symmetric_apply(m, w, H, MiJ, nq);
     for (int i = 0; i < nq; i++) {                                     // K = diag(1 / D_Q) + J_Q M^-1 J_Q^T
         const double *Ji = t.J + size_t(Q[i]) * nv;
         for (int j = 0; j < nq; j++) {
@@ -492,12 +507,133 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
     return true;
 }
 
+// analytic_forces of the plane contacts' rows (t.rows[plane_at .. plane_at + plane_rows)) without their dJ: on the
+// contact's body's chain S (J6: plane_jacobians'), P, dp and dd as plane_contact_rows makes them, a row's dJ is linear
+// in its edge e (and a capsule's tangent term in the edge's derivative dE), so for v = qd, a_c
+//   v^T dJ[:, k] = e . F_k(v) + (P v) . dE[:, k],  F_k(v) = (W v) x dp_k + W_k x pi_k - mu_k x P_k,
+//   pi_k = sum_j turns[j, k] v_j P_j,  mu_k = sum_j turns[j, k] v_j W_j
+//   sum_r f_r dJ_r = rows_on_point(sum_r f_r e_r) + P^T (sum_r f_r dE_r)
+// each row's dpos and dgap the contact's dd
+inline void plane_forces(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *qd, double *Gq, double *Wq,
+                         int cols) {
+    const size_t V = size_t(nv);
+    w.pscratch.resize(60 * V + 2 * V * V), w.pS.resize(V);
+    double *P = w.pscratch.data(), *dp = P + 3 * V, *dd = dp + 3 * V, *F = dd + V, *EW = F + 6 * V, *dframe = EW + 3 * V;
+    double *dE = dframe + 9 * V, *Ebar = dE + 30 * V, *rates = Ebar + 3 * V, *turned = rates + 2 * V, *part = turned + V * V;
+    int *S = w.pS.data();
+    const double *turns = t.turns;
+    for (int64_t c = 0, row = t.plane_at; c < t.nplane; c++) {
+        const int rows = pyramid_rows(t.plane_dim[c]);
+        const int64_t *index = t.rows + row;
+        row += rows;
+        bool any = false;                                              // a quadratic row: the others add nothing
+        for (int e = 0; e < rows; e++) any = any || t.state[index[e]] == QUADRATIC;
+        if (!any) continue;
+        const double *Jp = w.J6.data() + size_t(c) * 6 * V, *W = Jp + 3 * V, *n = t.plane_frame + 9 * c;
+        const double *p = t.plane_pos + 3 * c, *o = t.plane_origin + 3 * c, *mu = t.plane_friction + 5 * c;
+        const int ns = jacobian_support(Jp, nv, S);
+        const double s = t.plane_radius[c] + t.plane_dist[c] / 2;
+        const double po[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]}, xp[3] = {n[0] * s, n[1] * s, n[2] * s};
+        for (int i = 0; i < ns; i++) {                                 // P = Jp + W x (p - o), X = P + W x (x - p), dd, dp
+            const int k = S[i];
+            const double wk[3] = {W[k], W[nv + k], W[2 * nv + k]};
+            double a[3], b[3], X[3];
+            cross(wk, po, a), cross(wk, xp, b);
+            for (int x = 0; x < 3; x++) P[x * nv + k] = Jp[x * nv + k] + a[x], X[x] = P[x * nv + k] + b[x];
+            dd[k] = n[0] * X[0] + n[1] * X[1] + n[2] * X[2];
+            for (int x = 0; x < 3; x++) dp[x * nv + k] = X[x] - n[x] * dd[k] / 2;
+        }
+        const int64_t dim = t.plane_dim[c];
+        double E[30];                                                  // the edges (dE: up to 10 rows too)
+        pyramid_edges(n, n, mu, dim, 3, E);
+        const double *axis = t.plane_axis + 3 * c;
+        const bool turning = dim > 1 && (axis[0] != 0 || axis[1] != 0 || axis[2] != 0);
+        double Pv[2][3] = {{0, 0, 0}, {0, 0, 0}};                      // P qd, P a_c (the capsule's term)
+        if (turning) {                                                 // a capsule's tangents turn with its axis
+            const double *t1 = n + 3;
+            const double na = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2];
+            const double y[3] = {axis[0] - n[0] * na, axis[1] - n[1] * na, axis[2] - n[2] * na};
+            const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+            double *dt1 = dframe + 3 * V, *dt2 = dframe + 6 * V;
+            std::fill(dframe + 3 * V, dframe + 9 * V, 0.0);
+            for (int i = 0; i < ns; i++) {
+                const int k = S[i];
+                const double wk[3] = {W[k], W[nv + k], W[2 * nv + k]};
+                double da[3], v[3], u[3], nu[3];
+                cross(wk, axis, da);                                    // W_k x a
+                const double nda = n[0] * da[0] + n[1] * da[1] + n[2] * da[2];
+                for (int x = 0; x < 3; x++) v[x] = da[x] - n[x] * nda;
+                const double tv = t1[0] * v[0] + t1[1] * v[1] + t1[2] * v[2];
+                for (int x = 0; x < 3; x++) u[x] = (v[x] - t1[x] * tv) / norm, dt1[x * nv + k] = u[x];
+                cross(n, u, nu);                                        // n x dt1
+                for (int x = 0; x < 3; x++) dt2[x * nv + k] = nu[x];
+            }
+            for (int i = 0; i < ns; i++)
+                for (int x = 0; x < 3; x++) Pv[0][x] += qd[S[i]] * P[x * nv + S[i]], Pv[1][x] += t.a_c[S[i]] * P[x * nv + S[i]];
+        }
+        for (int side = 0; side < 2; side++) {                          // F_k(qd), F_k(a_c) (3 each, k in S)
+            const double *v = side ? t.a_c : qd;
+            double *Fv = F + side * 3 * V, om[3] = {0, 0, 0};
+            for (int i = 0; i < ns; i++)
+                for (int x = 0; x < 3; x++) om[x] += v[S[i]] * W[x * nv + S[i]];
+            for (int i = 0; i < ns; i++) {
+                const int k = S[i];
+                double pi[3] = {0, 0, 0}, mu_k[3] = {0, 0, 0};
+                for (int l = 0; l < ns; l++) {
+                    const int j = S[l];
+                    if (turns[j * nv + k] == 0.0) continue;
+                    for (int x = 0; x < 3; x++) pi[x] += v[j] * P[x * nv + j], mu_k[x] += v[j] * W[x * nv + j];
+                }
+                const double dpk[3] = {dp[k], dp[nv + k], dp[2 * nv + k]}, wk[3] = {W[k], W[nv + k], W[2 * nv + k]};
+                const double pk[3] = {P[k], P[nv + k], P[2 * nv + k]};
+                double a[3], b[3], d[3];
+                cross(om, dpk, a), cross(wk, pi, b), cross(mu_k, pk, d);
+                for (int x = 0; x < 3; x++) Fv[x * nv + k] = a[x] + b[x] - d[x];
+            }
+        }
+        if (turning) pyramid_edges(nullptr, dframe, mu, dim, 3 * nv, dE);
+        double ebar[3] = {0, 0, 0};
+        if (turning) std::fill(Ebar, Ebar + 3 * V, 0.0);
+        for (int e = 0; e < rows; e++) {                               // each quadratic row: Wq's row, and f e, f dE
+            if (t.state[index[e]] != QUADRATIC) continue;
+            const double *er = E + 3 * e, *dEr = dE + size_t(e) * 3 * V, f = t.force[index[e]];
+            double *qdJ = rates, *adJ = rates + V;
+            for (int i = 0; i < ns; i++) {
+                const int k = S[i];
+                double q = 0.0, a = 0.0;
+                for (int x = 0; x < 3; x++) q += er[x] * F[x * nv + k], a += er[x] * F[3 * V + x * nv + k];
+                if (turning)
+                    for (int x = 0; x < 3; x++) q += Pv[0][x] * dEr[x * nv + k], a += Pv[1][x] * dEr[x * nv + k];
+                qdJ[k] = q, adJ[k] = a;
+            }
+            row_rates(nv, t, index[e], S, ns, qdJ, adJ, dd, dd, nullptr, Wq + size_t(index[e]) * cols);
+            for (int x = 0; x < 3; x++) ebar[x] += f * er[x];
+            if (turning)
+                for (int i = 0; i < ns; i++)
+                    for (int x = 0; x < 3; x++) Ebar[x * nv + S[i]] += f * dEr[x * nv + S[i]];
+        }
+        rows_on_point(ebar, P, W, dp, turns, nv, S, ns, EW, turned, part);   // Gq -= sum_r f_r dJ_r on S x S
+        for (int i = 0; i < ns; i++) {
+            const int j = S[i];
+            double *Gj = Gq + size_t(j) * nv;
+            const double *partj = part + size_t(j) * nv;
+            for (int l = 0; l < ns; l++) {
+                const int k = S[l];
+                double g = partj[k];
+                if (turning) g += P[j] * Ebar[k] + P[nv + j] * Ebar[nv + k] + P[2 * nv + j] * Ebar[2 * nv + k];
+                Gj[k] -= g;
+            }
+        }
+    }
+}
+
 // C (nv, cols) = dqfrc_constraint/d(q, qd, ctrl) from R = [r_q | r_qd | df/dctrl] (nv, cols) and M (nv, nv) at the
 // optimum (derivatives._Constraints.derivatives' solve: H da = R - [G_q | 0 | 0] + J^T W, C = M da - R), H = M + J^T S J,
 // G_q = Gq - J^T Wq (product_rule along the moving dofs, analytic_forces, the anchored rows' -dJ^T f), W = [Wq | S
 // daref/dqd | 0]; false: singular
-inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *qd, const double *M,
-                                    const double *R, double *C, int cols) {
+inline bool constrained_derivatives(const Model &m, const ConstrainedTerms &t, StepDerivData &w, const double *qd,
+                                    const double *M, const double *R, double *C, int cols) {
+    const int nv = m.nv;
     int64_t nefc = t.nefc;
     w.H.assign(M, M + size_t(nv) * nv);                                // H = M + J^T S J
     w.T.resize(size_t(nefc) * nv);
@@ -511,8 +647,13 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     w.G.assign(size_t(nv) * nv, 0.0), w.W.assign(size_t(nefc) * cols, 0.0), w.Y.resize(size_t(nefc));
     w.dJ.resize(size_t(nefc) * nv), w.rates.resize(size_t(2) * nv);
     product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
-    analytic_forces(nv, t, t.nrows, t.rows, w.adJ.data(), w.adpos.data(), nullptr, nullptr, qd, w.G.data(), w.W.data(),
-                    cols, w.asupport.data(), w.asupport_at.data(), w.rates.data());
+    const int64_t at = t.plane_at, after = t.nrows - t.plane_rows - at; // the given rows, then the planes', then given
+    const size_t sq = size_t(nv) * nv;
+    analytic_forces(nv, t, at, t.rows, t.dJ, t.dpos, nullptr, nullptr, qd, w.G.data(), w.W.data(), cols, w.asupport.data(),
+                    w.asupport_at.data(), w.rates.data());
+    plane_forces(nv, t, w, qd, w.G.data(), w.W.data(), cols);
+    analytic_forces(nv, t, after, t.rows + at + t.plane_rows, t.dJ + size_t(at) * sq, t.dpos + size_t(at) * nv, nullptr,
+                    nullptr, qd, w.G.data(), w.W.data(), cols, w.asupport.data(), w.asupport_at.data() + at, w.rates.data());
     w.Y.resize(size_t(t.nanchor) * nv);                                // the anchored rows: dpos = J
     for (int64_t i = 0; i < t.nanchor; i++) std::copy_n(t.J + size_t(t.anchored[i]) * nv, nv, w.Y.data() + size_t(i) * nv);
     analytic_forces(nv, t, t.nanchor, t.anchored, t.anchor_dJ, w.Y.data(), t.anchor_dgap, t.anchor_dbias, qd, w.G.data(),
@@ -524,7 +665,7 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     w.Z.resize(size_t(nv) * cols);                                     // da = H^-1 ([R_q - Gq | R_qd | R_u] + J^T W)
     for (int i = 0; i < nv; i++)
         for (int c = 0; c < cols; c++) w.Z[size_t(i) * cols + c] = R[size_t(i) * cols + c] - (c < nv ? w.G[size_t(i) * nv + c] : 0.0);
-    if (!hessian_solve(nv, t, w, M, w.H.data(), w.Z.data(), w.W.data(), cols)) return false;
+    if (!hessian_solve(m, t, w, M, w.H.data(), w.Z.data(), w.W.data(), cols)) return false;
     std::vector<const double *> &src = w.sources;                      // C = M da - R: row i from -R_i, - (-M_ik) da_k
     std::vector<double> &coef = w.coefficients;                        // in k's order (M's zeros, the tree's, add nothing)
     for (int i = 0; i < nv; i++) {
@@ -602,7 +743,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
                 size_t e = size_t(i) * cols + col;
                 w.R[e] = X[e] - (col < nv ? w.cq[size_t(i) * nv + col] : col < 2 * nv ? w.cv[size_t(i) * nv + col - nv] : 0.0);
             }
-        if (!constrained_derivatives(nv, *con, w, qd, w.M0.data(), w.R.data(), w.C.data(), cols)) return SINGULAR;
+        if (!constrained_derivatives(m, *con, w, qd, w.M0.data(), w.R.data(), w.C.data(), cols)) return SINGULAR;
         position_derivatives_at(m, s.d, w.dw, qd, a, w.tq.data());    // at a on the same (q, qd): dtau/dqd as at a_c
         std::copy(w.cv.begin(), w.cv.end(), w.tv.begin());
     } else {
