@@ -54,8 +54,9 @@ struct StepDerivData {
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
     std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY, rates;   // the constrained step's (constrained_derivatives)
     std::vector<double> J6, pscratch;                                  // the plane contacts' Jacobians, plane_forces'
-    std::vector<int> pS, asupport, asupport_at;                        // scratch; the given rows' dofs where dJ or dpos
-    std::vector<char> amark;                                           // is not zero (analytic_rows, its scratch)
+    std::vector<int64_t> pfirst;                                       // scratch; the given rows' dofs where dJ or
+    std::vector<int> pS, asupport, asupport_at;                        // dpos is not zero (analytic_rows, its
+    std::vector<char> amark, pdone;                                    // scratch)
     std::vector<int> every;                                            // 0 .. nv - 1: the anchored rows' support
     std::vector<const double *> sources;                               // subtract_sources' sources and coefficients
     std::vector<double> coefficients;
@@ -507,121 +508,181 @@ inline bool hessian_solve(const Model &m, const ConstrainedTerms &t, StepDerivDa
     return true;
 }
 
-// analytic_forces of the plane contacts' rows (t.rows[plane_at .. plane_at + plane_rows)) without their dJ: on the
-// contact's body's chain S (J6: plane_jacobians'), P, dp and dd as plane_contact_rows makes them, a row's dJ is linear
-// in its edge e (and a capsule's tangent term in the edge's derivative dE), so for v = qd, a_c
-//   v^T dJ[:, k] = e . F_k(v) + (P v) . dE[:, k],  F_k(v) = (W v) x dp_k + W_k x pi_k - mu_k x P_k,
-//   pi_k = sum_j turns[j, k] v_j P_j,  mu_k = sum_j turns[j, k] v_j W_j
-//   sum_r f_r dJ_r = rows_on_point(sum_r f_r e_r) + P^T (sum_r f_r dE_r)
-// each row's dpos and dgap the contact's dd
+// analytic_forces of the plane contacts' rows (t.rows[plane_at .. plane_at + plane_rows)) without their dJ, body by
+// body. On a body's chain S (J6: plane_jacobians'; Jp, W its columns) a contact c at p with po = p - o has P, dp and dd
+// as plane_contact_rows makes them, P_k = Jp_k + W_k x po, and a row's dJ is linear in its edge e (a capsule's tangent
+// term in the edge's derivative dE), so for v = qd, a_c
+//   v^T dJ[:, k] = e . F_k + (P v) . dE[:, k],  F_k = (W v) x dp_k + W_k x (pi_k + mu_k x po) - mu_k x P_k,
+//   pi_k = sum_j turns[j, k] v_j Jp_j,  mu_k = sum_j turns[j, k] v_j W_j   (the body's, once)
+// and over the body's quadratic rows, with f e summed per contact (e_c) and f dE (dE_c):
+//   sum f dJ [j, k] = W_j . Y_k + turns[j, k] (U[j, k] - U[k, j]) + Jp_j . D_k + W_j . Z_k,
+//   U[j, k] = Jp_j . (E x W_k) + W_j . (A W_k),  Y_k = sum_c dp_k x e_c,  E = sum_c e_c,
+//   A = sum_c (e_c po^T - (po . e_c) I),  D_k = sum_c dE_c[:, k],  Z_k = sum_c po x dE_c[:, k]
+// each row's dpos and dgap its contact's dd. Compact arrays (x nv + i) over i in S; dd and rates over the dofs
 inline void plane_forces(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *qd, double *Gq, double *Wq,
                          int cols) {
     const size_t V = size_t(nv);
-    w.pscratch.resize(60 * V + 2 * V * V), w.pS.resize(V);
-    double *P = w.pscratch.data(), *dp = P + 3 * V, *dd = dp + 3 * V, *F = dd + V, *EW = F + 6 * V, *dframe = EW + 3 * V;
-    double *dE = dframe + 9 * V, *Ebar = dE + 30 * V, *rates = Ebar + 3 * V, *turned = rates + 2 * V, *part = turned + V * V;
+    w.pscratch.resize(87 * V + 3 * V * V), w.pS.resize(V), w.pdone.assign(size_t(t.nplane), 0);
+    double *Jc = w.pscratch.data(), *fields = Jc + 6 * V, *Y = fields + 12 * V, *D = Y + 3 * V, *Z = D + 3 * V;
+    double *P = Z + 3 * V, *dp = P + 3 * V, *dd = dp + 3 * V, *F = dd + V, *dt = F + 6 * V, *dE = dt + 6 * V;
+    double *rates = dE + 30 * V, *Ts = rates + 2 * V, *U = Ts + V * V, *EW = U + V * V, *AW = EW + 3 * V;
+    double *Pv = AW + 3 * V;                                           // (2, 3): P qd, P a_c of a capsule's contact
     int *S = w.pS.data();
     const double *turns = t.turns;
-    for (int64_t c = 0, row = t.plane_at; c < t.nplane; c++) {
-        const int rows = pyramid_rows(t.plane_dim[c]);
-        const int64_t *index = t.rows + row;
-        row += rows;
+    std::vector<int64_t> &first = w.pfirst;                            // each contact's first row in t.rows
+    first.resize(size_t(t.nplane));
+    for (int64_t c = 0, row = t.plane_at; c < t.nplane; c++) first[size_t(c)] = row, row += pyramid_rows(t.plane_dim[c]);
+    for (int64_t b0 = 0; b0 < t.nplane; b0++) {
+        if (w.pdone[size_t(b0)]) continue;
+        const int64_t body = t.plane_body[b0];
         bool any = false;                                              // a quadratic row: the others add nothing
-        for (int e = 0; e < rows; e++) any = any || t.state[index[e]] == QUADRATIC;
-        if (!any) continue;
-        const double *Jp = w.J6.data() + size_t(c) * 6 * V, *W = Jp + 3 * V, *n = t.plane_frame + 9 * c;
-        const double *p = t.plane_pos + 3 * c, *o = t.plane_origin + 3 * c, *mu = t.plane_friction + 5 * c;
-        const int ns = jacobian_support(Jp, nv, S);
-        const double s = t.plane_radius[c] + t.plane_dist[c] / 2;
-        const double po[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]}, xp[3] = {n[0] * s, n[1] * s, n[2] * s};
-        for (int i = 0; i < ns; i++) {                                 // P = Jp + W x (p - o), X = P + W x (x - p), dd, dp
-            const int k = S[i];
-            const double wk[3] = {W[k], W[nv + k], W[2 * nv + k]};
-            double a[3], b[3], X[3];
-            cross(wk, po, a), cross(wk, xp, b);
-            for (int x = 0; x < 3; x++) P[x * nv + k] = Jp[x * nv + k] + a[x], X[x] = P[x * nv + k] + b[x];
-            dd[k] = n[0] * X[0] + n[1] * X[1] + n[2] * X[2];
-            for (int x = 0; x < 3; x++) dp[x * nv + k] = X[x] - n[x] * dd[k] / 2;
+        for (int64_t c = b0; c < t.nplane; c++)
+            if (t.plane_body[c] == body)
+                for (int64_t r = first[size_t(c)]; r < first[size_t(c)] + pyramid_rows(t.plane_dim[c]); r++)
+                    any = any || t.state[t.rows[r]] == QUADRATIC;
+        if (!any) {
+            for (int64_t c = b0; c < t.nplane; c++) w.pdone[size_t(c)] = w.pdone[size_t(c)] || t.plane_body[c] == body;
+            continue;
         }
-        const int64_t dim = t.plane_dim[c];
-        double E[30];                                                  // the edges (dE: up to 10 rows too)
-        pyramid_edges(n, n, mu, dim, 3, E);
-        const double *axis = t.plane_axis + 3 * c;
-        const bool turning = dim > 1 && (axis[0] != 0 || axis[1] != 0 || axis[2] != 0);
-        double Pv[2][3] = {{0, 0, 0}, {0, 0, 0}};                      // P qd, P a_c (the capsule's term)
-        if (turning) {                                                 // a capsule's tangents turn with its axis
-            const double *t1 = n + 3;
-            const double na = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2];
-            const double y[3] = {axis[0] - n[0] * na, axis[1] - n[1] * na, axis[2] - n[2] * na};
-            const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
-            double *dt1 = dframe + 3 * V, *dt2 = dframe + 6 * V;
-            std::fill(dframe + 3 * V, dframe + 9 * V, 0.0);
-            for (int i = 0; i < ns; i++) {
-                const int k = S[i];
-                const double wk[3] = {W[k], W[nv + k], W[2 * nv + k]};
-                double da[3], v[3], u[3], nu[3];
-                cross(wk, axis, da);                                    // W_k x a
-                const double nda = n[0] * da[0] + n[1] * da[1] + n[2] * da[2];
-                for (int x = 0; x < 3; x++) v[x] = da[x] - n[x] * nda;
-                const double tv = t1[0] * v[0] + t1[1] * v[1] + t1[2] * v[2];
-                for (int x = 0; x < 3; x++) u[x] = (v[x] - t1[x] * tv) / norm, dt1[x * nv + k] = u[x];
-                cross(n, u, nu);                                        // n x dt1
-                for (int x = 0; x < 3; x++) dt2[x * nv + k] = nu[x];
+        const double *J6 = w.J6.data() + size_t(b0) * 6 * V, *o = t.plane_origin + 3 * b0;
+        const int ns = jacobian_support(J6, nv, S);
+        for (int r = 0; r < 6; r++)                                    // Jc: Jp (rows 0-2), W (3-5) on S
+            for (int i = 0; i < ns; i++) Jc[r * V + i] = J6[r * V + S[i]];
+        const double *Jp = Jc, *W = Jc + 3 * V;
+        for (int l = 0; l < ns; l++)                                   // Ts[l, i] = turns[S_l, S_i]
+            for (int i = 0; i < ns; i++) Ts[l * V + i] = turns[S[l] * nv + S[i]];
+        double om[2][3] = {{0, 0, 0}, {0, 0, 0}};                      // W qd, W a_c
+        std::fill(fields, fields + 12 * V, 0.0);                       // pi, mu of qd, then of a_c (3 x nv each)
+        for (int l = 0; l < ns; l++) {
+            const double vq = qd[S[l]], va = t.a_c[S[l]], *T = Ts + l * V;
+            double u[12];
+            for (int x = 0; x < 3; x++) {
+                u[x] = vq * Jp[x * V + l], u[3 + x] = vq * W[x * V + l], u[6 + x] = va * Jp[x * V + l], u[9 + x] = va * W[x * V + l];
+                om[0][x] += u[3 + x], om[1][x] += u[9 + x];
             }
-            for (int i = 0; i < ns; i++)
-                for (int x = 0; x < 3; x++) Pv[0][x] += qd[S[i]] * P[x * nv + S[i]], Pv[1][x] += t.a_c[S[i]] * P[x * nv + S[i]];
+            for (int f = 0; f < 12; f++) {
+                double *out = fields + f * V;
+                for (int i = 0; i < ns; i++) out[i] += T[i] * u[f];
+            }
         }
-        for (int side = 0; side < 2; side++) {                          // F_k(qd), F_k(a_c) (3 each, k in S)
-            const double *v = side ? t.a_c : qd;
-            double *Fv = F + side * 3 * V, om[3] = {0, 0, 0};
-            for (int i = 0; i < ns; i++)
-                for (int x = 0; x < 3; x++) om[x] += v[S[i]] * W[x * nv + S[i]];
-            for (int i = 0; i < ns; i++) {
-                const int k = S[i];
-                double pi[3] = {0, 0, 0}, mu_k[3] = {0, 0, 0};
-                for (int l = 0; l < ns; l++) {
-                    const int j = S[l];
-                    if (turns[j * nv + k] == 0.0) continue;
-                    for (int x = 0; x < 3; x++) pi[x] += v[j] * P[x * nv + j], mu_k[x] += v[j] * W[x * nv + j];
+        double E[3] = {0, 0, 0}, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+        std::fill(Y, Y + 3 * V, 0.0), std::fill(D, D + 3 * V, 0.0), std::fill(Z, Z + 3 * V, 0.0);
+        bool turning_any = false;
+        for (int64_t c = b0; c < t.nplane; c++) {                      // the body's contacts
+            if (t.plane_body[c] != body) continue;
+            w.pdone[size_t(c)] = 1;
+            const int64_t dim = t.plane_dim[c], *index = t.rows + first[size_t(c)];
+            const int rows = pyramid_rows(dim);
+            const double *n = t.plane_frame + 9 * c, *p = t.plane_pos + 3 * c, *mu = t.plane_friction + 5 * c;
+            const double s = t.plane_radius[c] + t.plane_dist[c] / 2;
+            const double po[3] = {p[0] - o[0], p[1] - o[1], p[2] - o[2]}, xp[3] = {n[0] * s, n[1] * s, n[2] * s};
+            for (int i = 0; i < ns; i++) {                             // P = Jp + W x po, X = P + W x (x - p), dd, dp
+                const double wk[3] = {W[i], W[V + i], W[2 * V + i]};
+                double a[3], b[3], X[3];
+                cross(wk, po, a), cross(wk, xp, b);
+                for (int x = 0; x < 3; x++) P[x * V + i] = Jp[x * V + i] + a[x], X[x] = P[x * V + i] + b[x];
+                const double d = n[0] * X[0] + n[1] * X[1] + n[2] * X[2];
+                dd[S[i]] = d;
+                for (int x = 0; x < 3; x++) dp[x * V + i] = X[x] - n[x] * d / 2;
+            }
+            double edges[30];                                          // the edges (dE: up to 10 rows too)
+            pyramid_edges(n, n, mu, dim, 3, edges);
+            const double *axis = t.plane_axis + 3 * c;
+            const bool turning = dim > 1 && (axis[0] != 0 || axis[1] != 0 || axis[2] != 0);
+            turning_any = turning_any || turning;
+            if (turning) {                                             // a capsule's tangents turn with its axis
+                const double *t1 = n + 3;
+                const double na = n[0] * axis[0] + n[1] * axis[1] + n[2] * axis[2];
+                const double y[3] = {axis[0] - n[0] * na, axis[1] - n[1] * na, axis[2] - n[2] * na};
+                const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+                for (int i = 0; i < ns; i++) {                         // dt (2, 3 x nv): dt1, dt2 = n x dt1
+                    const double wk[3] = {W[i], W[V + i], W[2 * V + i]};
+                    double da[3], v[3], u[3], nu[3];
+                    cross(wk, axis, da);                                // W_k x a
+                    const double nda = n[0] * da[0] + n[1] * da[1] + n[2] * da[2];
+                    for (int x = 0; x < 3; x++) v[x] = da[x] - n[x] * nda;
+                    const double tv = t1[0] * v[0] + t1[1] * v[1] + t1[2] * v[2];
+                    for (int x = 0; x < 3; x++) u[x] = (v[x] - t1[x] * tv) / norm, dt[x * V + i] = u[x];
+                    cross(n, u, nu);
+                    for (int x = 0; x < 3; x++) dt[3 * V + x * V + i] = nu[x];
                 }
-                const double dpk[3] = {dp[k], dp[nv + k], dp[2 * nv + k]}, wk[3] = {W[k], W[nv + k], W[2 * nv + k]};
-                const double pk[3] = {P[k], P[nv + k], P[2 * nv + k]};
-                double a[3], b[3], d[3];
-                cross(om, dpk, a), cross(wk, pi, b), cross(mu_k, pk, d);
-                for (int x = 0; x < 3; x++) Fv[x * nv + k] = a[x] + b[x] - d[x];
-            }
-        }
-        if (turning) pyramid_edges(nullptr, dframe, mu, dim, 3 * nv, dE);
-        double ebar[3] = {0, 0, 0};
-        if (turning) std::fill(Ebar, Ebar + 3 * V, 0.0);
-        for (int e = 0; e < rows; e++) {                               // each quadratic row: Wq's row, and f e, f dE
-            if (t.state[index[e]] != QUADRATIC) continue;
-            const double *er = E + 3 * e, *dEr = dE + size_t(e) * 3 * V, f = t.force[index[e]];
-            double *qdJ = rates, *adJ = rates + V;
-            for (int i = 0; i < ns; i++) {
-                const int k = S[i];
-                double q = 0.0, a = 0.0;
-                for (int x = 0; x < 3; x++) q += er[x] * F[x * nv + k], a += er[x] * F[3 * V + x * nv + k];
-                if (turning)
-                    for (int x = 0; x < 3; x++) q += Pv[0][x] * dEr[x * nv + k], a += Pv[1][x] * dEr[x * nv + k];
-                qdJ[k] = q, adJ[k] = a;
-            }
-            row_rates(nv, t, index[e], S, ns, qdJ, adJ, dd, dd, nullptr, Wq + size_t(index[e]) * cols);
-            for (int x = 0; x < 3; x++) ebar[x] += f * er[x];
-            if (turning)
+                for (int r = 0; r < rows; r++) {                       // dE_r = sign mu_k dt_k (_pyramid_edges of 0)
+                    const double coef = (r % 2 ? -1.0 : 1.0) * mu[r / 2], *from = dt + (r / 2) * 3 * V;
+                    for (size_t i = 0; i < 3 * V; i++) dE[size_t(r) * 3 * V + i] = coef * from[i];
+                }
+                for (int x = 0; x < 3; x++) Pv[x] = Pv[3 + x] = 0.0;
                 for (int i = 0; i < ns; i++)
-                    for (int x = 0; x < 3; x++) Ebar[x * nv + S[i]] += f * dEr[x * nv + S[i]];
+                    for (int x = 0; x < 3; x++) Pv[x] += qd[S[i]] * P[x * V + i], Pv[3 + x] += t.a_c[S[i]] * P[x * V + i];
+            }
+            for (int side = 0; side < 2; side++) {                      // F (qd, then a_c: 3 x nv each)
+                const double *pi = fields + 6 * side * V, *mv = pi + 3 * V;
+                double *Fv = F + 3 * side * V;
+                for (int i = 0; i < ns; i++) {
+                    const double m_i[3] = {mv[i], mv[V + i], mv[2 * V + i]}, dpk[3] = {dp[i], dp[V + i], dp[2 * V + i]};
+                    const double wk[3] = {W[i], W[V + i], W[2 * V + i]}, pk[3] = {P[i], P[V + i], P[2 * V + i]};
+                    double mpo[3], a[3], b[3], d[3], pt[3];
+                    cross(m_i, po, mpo);
+                    for (int x = 0; x < 3; x++) pt[x] = pi[x * V + i] + mpo[x];
+                    cross(om[side], dpk, a), cross(wk, pt, b), cross(m_i, pk, d);
+                    for (int x = 0; x < 3; x++) Fv[x * V + i] = a[x] + b[x] - d[x];
+                }
+            }
+            double ec[3] = {0, 0, 0};                                  // f e over the contact's quadratic rows
+            for (int r = 0; r < rows; r++) {
+                if (t.state[index[r]] != QUADRATIC) continue;
+                const double *er = edges + 3 * r, *dEr = dE + size_t(r) * 3 * V, f = t.force[index[r]];
+                double *qdJ = rates, *adJ = rates + V;
+                for (int i = 0; i < ns; i++) {
+                    double q = 0.0, a = 0.0;
+                    for (int x = 0; x < 3; x++) q += er[x] * F[x * V + i], a += er[x] * F[3 * V + x * V + i];
+                    if (turning)
+                        for (int x = 0; x < 3; x++) q += Pv[x] * dEr[x * V + i], a += Pv[3 + x] * dEr[x * V + i];
+                    qdJ[S[i]] = q, adJ[S[i]] = a;
+                }
+                row_rates(nv, t, index[r], S, ns, qdJ, adJ, dd, dd, nullptr, Wq + size_t(index[r]) * cols);
+                for (int x = 0; x < 3; x++) ec[x] += f * er[x];
+                if (turning)
+                    for (int i = 0; i < ns; i++) {                     // D += f dE, Z += po x f dE
+                        const double g[3] = {f * dEr[i], f * dEr[V + i], f * dEr[2 * V + i]};
+                        double z[3];
+                        cross(po, g, z);
+                        for (int x = 0; x < 3; x++) D[x * V + i] += g[x], Z[x * V + i] += z[x];
+                    }
+            }
+            const double pe = po[0] * ec[0] + po[1] * ec[1] + po[2] * ec[2];
+            for (int x = 0; x < 3; x++) {                              // E += e_c, A += e_c po^T - (po . e_c) I
+                E[x] += ec[x];
+                for (int y = 0; y < 3; y++) A[3 * x + y] += ec[x] * po[y] - (x == y ? pe : 0.0);
+            }
+            for (int i = 0; i < ns; i++) {                             // Y += dp x e_c
+                const double dpk[3] = {dp[i], dp[V + i], dp[2 * V + i]};
+                double yk[3];
+                cross(dpk, ec, yk);
+                for (int x = 0; x < 3; x++) Y[x * V + i] += yk[x];
+            }
         }
-        rows_on_point(ebar, P, W, dp, turns, nv, S, ns, EW, turned, part);   // Gq -= sum_r f_r dJ_r on S x S
-        for (int i = 0; i < ns; i++) {
-            const int j = S[i];
-            double *Gj = Gq + size_t(j) * nv;
-            const double *partj = part + size_t(j) * nv;
-            for (int l = 0; l < ns; l++) {
-                const int k = S[l];
-                double g = partj[k];
-                if (turning) g += P[j] * Ebar[k] + P[nv + j] * Ebar[nv + k] + P[2 * nv + j] * Ebar[2 * nv + k];
-                Gj[k] -= g;
+        for (int i = 0; i < ns; i++) {                                 // E x W_k, A W_k
+            const double wk[3] = {W[i], W[V + i], W[2 * V + i]};
+            double ew[3];
+            cross(E, wk, ew);
+            for (int x = 0; x < 3; x++)
+                EW[x * V + i] = ew[x], AW[x * V + i] = A[3 * x] * wk[0] + A[3 * x + 1] * wk[1] + A[3 * x + 2] * wk[2];
+        }
+        for (int l = 0; l < ns; l++) {                                 // U[j, k] = Jp_j . (E x W_k) + W_j . (A W_k)
+            const double j0 = Jp[l], j1 = Jp[V + l], j2 = Jp[2 * V + l], w0 = W[l], w1 = W[V + l], w2 = W[2 * V + l];
+            double *Ul = U + l * V;
+            for (int i = 0; i < ns; i++)
+                Ul[i] = j0 * EW[i] + j1 * EW[V + i] + j2 * EW[2 * V + i] + w0 * AW[i] + w1 * AW[V + i] + w2 * AW[2 * V + i];
+        }
+        for (int l = 0; l < ns; l++) {                                 // Gq -= sum f dJ on S x S
+            const double j0 = Jp[l], j1 = Jp[V + l], j2 = Jp[2 * V + l], w0 = W[l], w1 = W[V + l], w2 = W[2 * V + l];
+            const double *T = Ts + l * V, *Ul = U + l * V;
+            double *Gj = Gq + size_t(S[l]) * nv;
+            for (int i = 0; i < ns; i++) {
+                double g = w0 * Y[i] + w1 * Y[V + i] + w2 * Y[2 * V + i] + T[i] * (Ul[i] - U[i * V + l]);
+                if (turning_any)
+                    g += j0 * D[i] + j1 * D[V + i] + j2 * D[2 * V + i] + w0 * Z[i] + w1 * Z[V + i] + w2 * Z[2 * V + i];
+                Gj[S[i]] -= g;
             }
         }
     }
