@@ -739,18 +739,27 @@ inline void touching_rooms(const StillTables &T, const StillFrames &F, const Sti
 }
 
 // _Constraints._rooms: room (P,) how far each pair's geoms may move before their contacts may change (-inf: not
-// known); rest, group: scratch
+// known), where proven_still reads it: a pair neither needed nor held is not read (inf), nor is a room above travel
+// (inf where the bounding spheres' test clears it by a relative 1e-9: its square root and the rest skipped); rest,
+// group: scratch
 inline void still_rooms(const StillTables &T, const StillFrames &F, const StillState &S,
                         const std::vector<Touching> &touching, const std::vector<char> &needed,
                         const std::vector<char> &held, const std::vector<double> &travel, std::vector<double> &room,
                         std::vector<double> &rest, std::vector<double> &group) {
     room.resize(size_t(T.npair));
     for (int64_t p = 0; p < T.npair; p++) {                             // above detect's bounding-sphere filter
+        if (held[p] || !needed[p]) {                                    // held: -inf below (_touching_rooms')
+            room[p] = held[p] ? -STILL_INF : STILL_INF;
+            continue;
+        }
         const double *c1 = &F.centre[3 * T.pair[2 * p]], *c2 = &F.centre[3 * T.pair[2 * p + 1]];
         double d[3] = {c1[0] - c2[0], c1[1] - c2[1], c1[2] - c2[2]};
-        room[p] = std::sqrt(dot3(d, d)) - T.sphere[p];                  // nan where no sphere test
+        const double square = dot3(d, d), sphere = T.sphere[p], reach = travel[p] + sphere;
+        if (reach >= 0 && square > reach * reach * (1 + 1e-9) + 1e-300) room[p] = STILL_INF;   // nan: false
+        else room[p] = std::sqrt(square) - sphere;                      // nan where no sphere test
     }
     for (int64_t k = 0; k < T.nflat; k++) {                             // a plane's height of the other's sphere
+        if (held[T.flat[k]] || !needed[T.flat[k]]) continue;
         int64_t pl = T.plane[k], o = T.other[k];
         double n[3] = {F.R[9 * pl + 2], F.R[9 * pl + 5], F.R[9 * pl + 8]}, d[3];
         for (int i = 0; i < 3; i++) d[i] = F.centre[3 * o + i] - F.centre[3 * pl + i];
@@ -862,16 +871,14 @@ inline void proven_still(const StillTables &T, const StillState &S, const int64_
         }
     }
     std::vector<char> &needed = w.needed;                               // the pairs some dof may change
-    needed.assign(size_t(P), 0);
+    std::vector<double> &travel = w.travel, &room = w.room;            // and how far they may move at the fastest
+    needed.assign(size_t(P), 0), travel.resize(size_t(P));
+    double slack = 1e-9 * scale;
     for (int64_t p = 0; p < P; p++) {
         const uint64_t *m1 = &moves[T.pair[2 * p] * W], *m2 = &moves[T.pair[2 * p + 1] * W];
         for (int64_t x = 0; x < W && !needed[p]; x++) needed[p] = (m1[x] ^ m2[x]) || (held[p] && (m1[x] | m2[x]));
-    }
-    double slack = 1e-9 * scale;
-    std::vector<double> &travel = w.travel, &room = w.room;
-    travel.resize(size_t(P));
-    for (int64_t p = 0; p < P; p++)
         travel[p] = 2 * T.row_step * (fastest[T.pair[2 * p]] + fastest[T.pair[2 * p + 1]]) + slack;
+    }
     still_rooms(T, F, S, touching, needed, held, travel, room, w.rest, w.group);
     std::fill(out, out + nstill, uint8_t(1));
     for (int64_t p = 0; p < P; p++) {                                   // those that fail at the fastest: dof by dof
@@ -917,7 +924,8 @@ struct OneCallTerms {
     std::vector<int64_t> pairs;                    // the sphere and capsule pairs' contacts, in order
     std::vector<double> pair_J, pair_dJ, pair_ddist, room, speed, st, dD, v1, common;   // one pair's
     std::vector<double> pair_scratch;                                   // segment_contact_rows'
-};
+    std::vector<int> pair_support, pair_count, support, support_at;     // the pairs' rows' dofs (their bodies' chains),
+};                                                                      // each pair's count; every given row's (t's)
 
 // a geom's z axis in the world (_geom_axis): its body's xmat (world: the identity) times its own in the body
 inline void world_axis(const OneCallTables &T, const double *xmat, int64_t body, int64_t g, double *out) {
@@ -993,6 +1001,13 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
                          out.st.data(), out.dD.data(), L, radius, out.v1.data(), T.turns, out.common.data(),
                          &out.pair_dJ[at], &out.pair_ddist[at_d], &out.pair_scratch);
     for (int64_t i = first; i < first + rows; i++) out.rows.push_back(i);
+    int count = 0;                                                      // its rows' dofs: both bodies' chains
+    for (int64_t j = 0; j < nv; j++) {
+        bool on = false;
+        for (int r = 0; r < 12; r++) on = on || out.pair_J[size_t(r * nv + j)] != 0;
+        if (on) out.pair_support.push_back(int(j)), count++;
+    }
+    out.pair_count.push_back(count);
     return ONE_CALL_TAKEN;
 }
 
@@ -1102,7 +1117,7 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
         for (int64_t i = first; i < first + pyramid_rows(dim); i++) out.rows.push_back(i);
     }
     const int64_t nplane = int64_t(out.plane_body.size()), plane_end = int64_t(out.rows.size());
-    out.pair_dJ.clear(), out.pair_ddist.clear();
+    out.pair_dJ.clear(), out.pair_ddist.clear(), out.pair_support.clear(), out.pair_count.clear();
     for (int64_t k : out.pairs) {                                       // the pairs' rows after the planes'
         int64_t g[2] = {geom[2 * k], geom[2 * k + 1]}, b[2] = {c.body1(k), c.body2(k)};
         int status = segment_terms(m, T, r, c, k, g, b, r.contact_row[k], xpos, xmat, jac, out);
@@ -1132,6 +1147,22 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
         for (int64_t i = 0; i < rows; i++, at++)
             std::copy_n(&out.pair_ddist[size_t(k * nv)], nv, &out.dpos[size_t((direct + at) * nv)]);
     }
+    out.support.clear(), out.support_at.assign(1, 0);                   // the given rows' dofs: a limit's, an equality's
+    for (int64_t k = 0; k < direct; k++) {                              // where its J is not zero (and its second dof)
+        const double *J = &out.dpos[size_t(k * nv)];
+        const int64_t j2 = k >= nlimit ? m.eq_obj2id[r.id[k - nlimit]] : -1, v2 = j2 >= 0 ? m.jnt_dofadr[j2] : -1;
+        for (int64_t j = 0; j < nv; j++)
+            if (J[j] != 0 || j == v2) out.support.push_back(int(j));
+        out.support_at.push_back(int(out.support.size()));
+    }
+    for (size_t at = 0, p = 0; p < out.pair_count.size(); p++) {       // a pair's rows: its bodies' chains
+        const int count = out.pair_count[p], rows = pyramid_rows(c.dim(out.pairs[p]));
+        for (int i = 0; i < rows; i++) {
+            out.support.insert(out.support.end(), out.pair_support.begin() + at, out.pair_support.begin() + at + count);
+            out.support_at.push_back(int(out.support.size()));
+        }
+        at += size_t(count);
+    }
     out.daref.resize(size_t(nefc * nv));                                // -B J (_aref_velocity_derivative)
     for (int64_t i = 0; i < nefc; i++)
         for (int64_t j = 0; j < nv; j++) out.daref[size_t(i * nv + j)] = -r.B[i] * r.J[size_t(i * nv + j)];
@@ -1149,6 +1180,7 @@ inline int one_call_terms(const Model &m, const OneCallTables &T, const RowsOut 
     t.plane_friction = out.plane_friction.data(), t.plane_radius = out.plane_radius.data();
     t.plane_axis = out.plane_axis.data(), t.turns = T.turns;
     t.nanchor = 0, t.anchored = nullptr, t.anchor_dJ = t.anchor_dbias = t.anchor_dgap = nullptr;
+    t.support = out.support.data(), t.support_at = out.support_at.data();
     return ONE_CALL_TAKEN;
 }
 

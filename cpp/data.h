@@ -273,6 +273,9 @@ struct ConstrainedTerms {
     const int64_t *plane_body = nullptr, *plane_dim = nullptr;
     const double *plane_origin = nullptr, *plane_frame = nullptr, *plane_pos = nullptr, *plane_dist = nullptr;
     const double *plane_friction = nullptr, *plane_radius = nullptr, *plane_axis = nullptr, *turns = nullptr;
+    const int *support = nullptr, *support_at = nullptr;               // the given rows' dofs (row i's from support_at[i]
+                                                                       // to [i + 1]: dJ and dpos zero off them), or
+                                                                       // null (the step scans dJ and dpos for them)
     int64_t nanchor = 0;                                               // the connect and weld rows (_anchor_rows):
     const int64_t *anchored = nullptr;                                 // dJ/dq (nanchor, nv, nv), d(Jdot qd)/dq and
     const double *anchor_dJ = nullptr, *anchor_dbias = nullptr, *anchor_dgap = nullptr;   // d|pos|/dq (nanchor, nv)

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "actuation.h"
@@ -285,12 +286,15 @@ inline void times_S(const ConstrainedTerms &t, const double *X, int cols, double
 }
 
 // each plane contact's body's Jacobian (6, nv) at its origin into J6 (nplane, 6, nv) from the step's kinematics at q (d
-// after evaluate: com_pos done) (derivatives._Constraints._plane_contacts' jacobians)
+// after evaluate: com_pos done) (derivatives._Constraints._plane_contacts' jacobians), at the first contact of each body
+// only (plane_forces reads those)
 inline void plane_jacobians(const Model &m, const Data<double> &d, const ConstrainedTerms &t, std::vector<double> &J6) {
     size_t size = size_t(6) * m.nv;
     J6.resize(size_t(t.nplane) * size);
     for (int64_t c = 0; c < t.nplane; c++) {
-        int64_t b = t.plane_body[c], link = m.body_linkid[b];
+        int64_t b = t.plane_body[c], link = m.body_linkid[b], earlier = 0;
+        while (earlier < c && t.plane_body[earlier] != b) earlier++;
+        if (earlier < c) continue;                                     // its body's made at that contact
         double *J = J6.data() + size_t(c) * size;
         if (link >= 0) jacobian(m, d, link, m.body_pos + 3 * b, J);
         else std::fill(J, J + size, 0.0);                              // welded to the world: no dof moves it
@@ -304,16 +308,21 @@ inline void plane_jacobians(const Model &m, const Data<double> &d, const Constra
 inline void analytic_rows(const Model &m, const Data<double> &d, const ConstrainedTerms &t, StepDerivData &w) {
     size_t nv = size_t(m.nv), sq = nv * nv, given = size_t(t.nrows - t.plane_rows);
     if (t.nplane) plane_jacobians(m, d, t, w.J6);
+    if (t.support) return;                                             // given with the rows
     w.asupport.resize(given * nv), w.asupport_at.assign(given + 1, 0), w.amark.resize(nv);
     size_t n = 0;
     for (size_t row = 0; row < given; row++) {
         const double *dJ = t.dJ + row * sq, *dpos = t.dpos + row * nv;   // zero (NaN included)
         char *mark = w.amark.data();
         for (size_t k = 0; k < nv; k++) mark[k] = dpos[k] != 0.0;
-        for (size_t j = 0; j < nv; j++) {                              // most rows of dJ are zero: tested first
-            const double *dJj = dJ + j * nv;
-            bool any = false;
-            for (size_t k = 0; k < nv; k++) any |= dJj[k] != 0.0;
+        for (size_t j = 0; j < nv; j++) {                              // most rows of dJ are zero: tested first,
+            const double *dJj = dJ + j * nv;                           // on the bits but the sign's (an OR)
+            uint64_t any = 0;
+            for (size_t k = 0; k < nv; k++) {
+                uint64_t bits;
+                std::memcpy(&bits, dJj + k, sizeof bits);
+                any |= bits << 1;
+            }
             if (!any) continue;
             mark[j] = 1;
             for (size_t k = 0; k < nv; k++) mark[k] |= dJj[k] != 0.0;
@@ -710,11 +719,12 @@ inline bool constrained_derivatives(const Model &m, const ConstrainedTerms &t, S
     product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
     const int64_t at = t.plane_at, after = t.nrows - t.plane_rows - at; // the given rows, then the planes', then given
     const size_t sq = size_t(nv) * nv;
-    analytic_forces(nv, t, at, t.rows, t.dJ, t.dpos, nullptr, nullptr, qd, w.G.data(), w.W.data(), cols, w.asupport.data(),
-                    w.asupport_at.data(), w.rates.data());
+    const int *support = t.support ? t.support : w.asupport.data(), *support_at = t.support ? t.support_at : w.asupport_at.data();
+    analytic_forces(nv, t, at, t.rows, t.dJ, t.dpos, nullptr, nullptr, qd, w.G.data(), w.W.data(), cols, support, support_at,
+                    w.rates.data());
     plane_forces(nv, t, w, qd, w.G.data(), w.W.data(), cols);
     analytic_forces(nv, t, after, t.rows + at + t.plane_rows, t.dJ + size_t(at) * sq, t.dpos + size_t(at) * nv, nullptr,
-                    nullptr, qd, w.G.data(), w.W.data(), cols, w.asupport.data(), w.asupport_at.data() + at, w.rates.data());
+                    nullptr, qd, w.G.data(), w.W.data(), cols, support, support_at + at, w.rates.data());
     w.Y.resize(size_t(t.nanchor) * nv);                                // the anchored rows: dpos = J
     for (int64_t i = 0; i < t.nanchor; i++) std::copy_n(t.J + size_t(t.anchored[i]) * nv, nv, w.Y.data() + size_t(i) * nv);
     analytic_forces(nv, t, t.nanchor, t.anchored, t.anchor_dJ, w.Y.data(), t.anchor_dgap, t.anchor_dbias, qd, w.G.data(),
