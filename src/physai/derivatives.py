@@ -2952,7 +2952,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
             return fast
-    if constrained and act is None:
+    if constrained and act is None and not (type(q) is np.ndarray and q.ndim == 2):   # a batch: not one plain state
         fast = _constrained_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, margins,
                                       qacc_warmstart)
         if fast is not None:
@@ -2988,7 +2988,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
                 A, B, status, taken_margins = found
                 redo, tried = status.nonzero()[0].tolist(), True
     distances = np.full((n, 4), np.inf)
-    if tried:                                          # the one call's states' margins
+    if tried and margins:                              # the one call's states' margins
         distances[status == 0] = taken_margins[status == 0]
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
