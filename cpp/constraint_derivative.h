@@ -1054,7 +1054,7 @@ inline void one_call_margins(const Model &m, const OneCallTables &T, const RowsO
 // (dJ 0, dpos its J), a joint equality (dJ -poly'' on its second joint's dof, dpos its J), a plane on a body no dof
 // moves against a sphere, a box or a capsule (not upright within 1e-12 of 1 - (n . a)^2, nor of dim 3 within 4
 // ROW_STEP of it), dim 1 or 3 on the pyramid (_analytic_plane_indices: their arrays for step_derivative.h's
-// plane_contacts), two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
+// plane_forces), two spheres or capsules (segment_terms), R above R_FLOOR, no power-1 impedance (contacts' solimp; the model's,
 // power_one: the caller's tables exist only without), no limited joint within 4 ROW_STEP of its limit (_moving_dofs),
 // not stiff (STIFF_ROWS); daref = -B J; t points into out. A decline code otherwise (the NumPy text then takes the
 // state whole and names what it refuses)

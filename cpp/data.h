@@ -254,7 +254,7 @@ constexpr int64_t RERUN = -3;
 // done), read in place: the solver's qacc and qfrc_constraint (nv each); the optimum's rows (nefc: J (nefc, nv), D, aref,
 // B, K, imp, impP, pos, margin, their states and forces (_optimum_forces)); the rows whose dG/dq is analytic (rows
 // (nrows), dJ (nrows - plane_rows, nv, nv), dpos (nrows - plane_rows, nv): _analytic_rows, but the plane_rows rows from
-// rows[plane_at] on, those of nplane plane contacts whose dJ and dpos the step makes (plane_contacts; each one's body,
+// rows[plane_at] on, those of nplane plane contacts whose terms the step takes (plane_forces; each one's body,
 // origin (3), frame (9), pos (3), dist, friction (5), radius, dim, axis (3): _plane_arrays; turns (nv, nv): Model.
 // dof_turns)); the others' J and forces at `points` points along each
 // moving dof (moving (nmoving), Jpts (nmoving points, nefc, nv), fpts (nmoving points, nefc): _held_forces), their

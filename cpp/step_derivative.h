@@ -11,8 +11,8 @@
 // tangent space of integrate_pos.
 //
 // The constrained step (euler, implicit, implicitfast; one state: derivatives._compiled_constrained): the NumPy text
-// solves and takes the rows' q-derivatives (cpp/data.h's ConstrainedTerms) but the plane contacts' (analytic_rows makes
-// them from the step's kinematics at q), then acceleration adds qfrc_constraint to K a = f and its derivative to X
+// solves and takes the rows' q-derivatives (cpp/data.h's ConstrainedTerms) but the plane contacts' (plane_forces takes
+// their terms from the step's kinematics at q), then acceleration adds qfrc_constraint to K a = f and its derivative to X
 // (constrained_derivatives: derivatives._Constraints.derivatives after terms()).
 #pragma once
 
@@ -530,12 +530,13 @@ inline bool hessian_solve(const Model &m, const ConstrainedTerms &t, StepDerivDa
 // each row's dpos and dgap its contact's dd. Compact arrays (x nv + i) over i in S; dd and rates over the dofs
 inline void plane_forces(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *qd, double *Gq, double *Wq,
                          int cols) {
+    if (!t.nplane) return;
     const size_t V = size_t(nv);
-    w.pscratch.resize(87 * V + 3 * V * V), w.pS.resize(V), w.pdone.assign(size_t(t.nplane), 0);
+    w.pscratch.resize(84 * V + 2 * V * V + 6), w.pS.resize(V), w.pdone.assign(size_t(t.nplane), 0);   // laid out below
     double *Jc = w.pscratch.data(), *fields = Jc + 6 * V, *Y = fields + 12 * V, *D = Y + 3 * V, *Z = D + 3 * V;
     double *P = Z + 3 * V, *dp = P + 3 * V, *dd = dp + 3 * V, *F = dd + V, *dt = F + 6 * V, *dE = dt + 6 * V;
     double *rates = dE + 30 * V, *Ts = rates + 2 * V, *U = Ts + V * V, *EW = U + V * V, *AW = EW + 3 * V;
-    double *Pv = AW + 3 * V;                                           // (2, 3): P qd, P a_c of a capsule's contact
+    double *Pv = AW + 3 * V;                                           // (2, 3): P qd, P a_c; Pv + 6: the end
     int *S = w.pS.data();
     const double *turns = t.turns;
     std::vector<int64_t> &first = w.pfirst;                            // each contact's first row in t.rows

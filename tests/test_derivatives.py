@@ -2131,10 +2131,14 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
     assert reached.get(case, t["nrows"] > 0)
 
 
-@pytest.mark.parametrize("case", ["a plane only", "a pendulum", "SO-101 in and past its limits"])
+@pytest.mark.parametrize("case", ["a plane only", "a pendulum", "a capsule turning on the floor",
+                                  "SO-101 in and past its limits"])
 def test_compiled_constrained_step_without_rows_and_in_batches(monkeypatch, case):
     """_compiled_constrained where there is nothing to constrain and across a batch: a model without dofs (nv 0: the
-    NumPy text's (0, 0) A and B, the compiled call's too), a state without rows (nv 1: the compiled call runs), and three
+    NumPy text's (0, 0) A and B, the compiled call's too), a state without rows (nv 1: the compiled call runs), a
+    capsule lying on the floor, turning about a vertical hinge beside it (nv 1: its two plane contacts' rows on the
+    pyramid, their tangents turning with its axis, taken by the compiled step's plane_forces, whose buffers are
+    smallest at nv 1), and three
     SO-101 states with 0, some and every joint past its limit (a batch whose states have different row counts: each
     state's compiled call) against the NumPy text state by state within product_rule_rounding() of each state's largest
     entry (the rows are limits, analytic: no product rule, only the solves' rounding, far below)."""
@@ -2143,22 +2147,31 @@ def test_compiled_constrained_step_without_rows_and_in_batches(monkeypatch, case
     elif case == "a pendulum":
         m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body><joint axis="0 1 0"/><geom size=".1" pos="0 0 -.5"/>'
                                            '</body></worldbody></mujoco>')
+    elif case == "a capsule turning on the floor":
+        m = exact_solver(mujoco.MjModel.from_xml_string(
+            '<mujoco><worldbody><geom type="plane" size="1 1 .1"/><body pos="0 0 .049">'
+            '<joint axis="0 0 1" pos="0 .5 0"/><geom type="capsule" fromto="-.2 0 0 .2 0 0" size=".05"/></body>'
+            '</worldbody></mujoco>'))
     else:
         m = exact_solver(models.load("robotstudio_so101"))
     past = np.where(m.jnt_limited, m.jnt_range[:, 1] + 0.02, 0.0)
     q = np.stack([np.zeros(m.nq), np.where(np.arange(m.nq) % 2, past, 0.0), past])[:1 if m.nq < 2 else 3]
     qd, ctrl = np.full_like(q, 0.1), np.zeros((len(q), m.nu)) if m.nu else None
     model = engine.from_mujoco(m)
-    ran = []
+    ran, terms = [], []
     monkeypatch.setattr(derivatives, "ONE_CALL", False)                 # _compiled_constrained's calls (the one call's
     compiled = derivatives._compiled_constrained                          # batch: its own test)
     monkeypatch.setattr(derivatives, "_compiled_constrained", lambda *a, **k: ran.append(compiled(*a, **k)) or ran[-1])
+    arrays = derivatives._Constraints.compiled_terms
+    monkeypatch.setattr(derivatives._Constraints, "compiled_terms", lambda *a: terms.append(arrays(*a)) or terms[-1])
     out = {}
     for flag in (True, False):
         monkeypatch.setattr(derivatives, "COMPILED_STEP", flag)
         out[flag] = run("native", derivatives.step_derivatives, model, q, qd, ctrl=ctrl, constraints=True)
     rows = {len(mujoco_rows(m, state)) for state in q}
     assert len(ran) == len(q) and all(x is not None for x in ran)
+    if case == "a capsule turning on the floor":                        # both ends' rows in the compiled step's
+        assert rows == {8} and terms[0]["nplane"] == 2 and terms[0]["plane_rows"] == 8
     assert len(rows) == len(q) or m.nq < 2
     for k, what in ((0, "A"), (1, "B")):
         assert out[True][k].shape == out[False][k].shape == (len(q), 2 * m.nv, 2 * m.nv if k == 0 else m.nu)

@@ -1446,9 +1446,9 @@ class _Constraints:
         so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
         capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
         with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1 (a capsule standing on its end,
-        |y| < 1e-6, is left to the differences: _analytic_plane_indices). poses: the bodies' (xpos, xmat) at q. Mirrored, the
-        bodies' Jacobians taken from the step's own kinematics, by cpp/step_derivative.h's plane_contacts (the compiled
-        step: _plane_arrays' arrays handed to it)."""
+        |y| < 1e-6, is left to the differences: _analytic_plane_indices). poses: the bodies' (xpos, xmat) at q. The
+        compiled step (_plane_arrays' arrays handed to it) takes these rows' terms from its own kinematics without
+        making dJ: cpp/step_derivative.h's plane_forces, on the rows' linearity in e (dJ qd, dJ a_c and sum f dJ)."""
         model = self.model
         rows, bodies, arrays = self._plane_arrays(cs, poses)
         jac = {b: body_jacobian(model, q, b) for b in set(bodies.tolist())}      # (6, nv) at each body's origin
@@ -1489,8 +1489,8 @@ class _Constraints:
         a ball's limit, the discrete step's) is differenced; a dof's friction loss row has no q-derivative. None with
         ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
         step's, COMPILED_PIECES), (at, count, bodies, arrays) of the plane contacts, whose count rows rows[at:at + count]
-        are left out of dJ and dpos for the compiled step to make (_plane_arrays' bodies and arrays;
-        cpp/step_derivative.h's plane_contacts). poses: the bodies' (xpos, xmat) at q (None without contacts)."""
+        are left out of dJ and dpos for the compiled step to take (_plane_arrays' bodies and arrays;
+        cpp/step_derivative.h's plane_forces). poses: the bodies' (xpos, xmat) at q (None without contacts)."""
         model, r, nv = self.model, self.r, self.model.nv
         parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
         if not ANALYTIC_ROWS or self.discrete is not None:
@@ -1892,7 +1892,7 @@ class _Constraints:
         """The constrained terms of cpp/data.h's ConstrainedTerms by name (read in place by cpp/bindings.cpp) from terms()'
         t and solve()'s optimum (qfrc: its qfrc_constraint): the rows, their states and forces (_optimum_forces), the
         cones' Hessians concatenated, FD_WEIGHTS' weights over 12 ROW_STEP (_product_rule's), and the plane contacts
-        whose rows' dJ and dpos the compiled step makes (t.planes: _plane_arrays' arrays, plane_at the first of their
+        whose rows' terms the compiled step takes (t.planes: _plane_arrays' arrays, plane_at the first of their
         rows among t.rows; none where t.planes is None), and the anchored rows' dJ (t.anchored, t.anchor_dJ)."""
         r, cones = self.r, list(self.cones.items())
         at, count, bodies, (origin, frame, pos, dist, friction, radius, dim, axis) = t.planes or _NO_PLANES
@@ -3029,7 +3029,7 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     models, numpy_only "": without activations, so no act) with the step in one compiled call: the NumPy text's
     evaluate, solve, refusals and rows' q-derivatives (_Stepper.constrained_terms) but the plane contacts' (their
     arrays handed on: _Constraints.step_planes), then everything after them in cpp/step_derivative.h -- the plane
-    contacts' rows (analytic_rows), the forces' and rnea's derivatives, H = M + J^T S J, the rows' force derivatives
+    contacts' rows (plane_forces), the forces' and rnea's derivatives, H = M + J^T S J, the rows' force derivatives
     (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
     its solve and the retraction (acceleration, step_derivative). The solve starts from qacc_warmstart (nv,) where
     given and its cost is lower. ((A, B), margins (4,)), or None where the kernel declines the state (the NumPy text then
