@@ -2969,9 +2969,11 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         arrays["act"] = (act, na)
     if qacc_warmstart is not None:
         arrays["qacc_warmstart"] = (qacc_warmstart, model.nv)
-    columns, batch = validation.states(**arrays)
+    x, batch = _plain_batch(arrays)                    # (n, size) each: a plain batch's copies, else checked
+    if x is None:
+        columns, batch = validation.states(**arrays)
+        x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}
     n = 1 if batch is None else batch
-    x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n, size) each
     nv, nu = model.nv, 0 if actuators is None else actuators.nu
     tried = False                                      # whether the batch's states took the one call (_one_call)
     if compiled:
@@ -3076,6 +3078,21 @@ def _one_call(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, qacc_war
                                            None if qfrc_applied is None else (qfrc_applied[None] if one else qfrc_applied))
     fields["qacc_warmstart"] = None if qacc_warmstart is None else (qacc_warmstart[None] if one else qacc_warmstart)
     return native.CONSTRAINED_STEP(model, q, qd, fields, tables)
+
+
+def _plain_batch(arrays: dict) -> tuple:
+    """({name: a copy of x} , N) where every array of arrays (name: (x, size)) is plainly a batch: finite float64
+    C-contiguous (N, size) with one N > 0; (None, None) otherwise (validation.states then checks, broadcasts and names
+    what is wrong)."""
+    n = None
+    for x, size in arrays.values():
+        if not (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 2 and x.shape[1] == size and
+                x.shape[0] > 0 and x.shape[0] == (n or x.shape[0]) and x.flags.c_contiguous):
+            return None, None
+        n = x.shape[0]
+    if n is None or not all(np.isfinite(x).all() for x, _ in arrays.values()):
+        return None, None
+    return {key: x.copy() for key, (x, _) in arrays.items()}, n
 
 
 def _plain_state(model, q, qd, dt, ctrl, qfrc_applied, euler_damping, qacc_warmstart=None):
