@@ -1712,7 +1712,7 @@ nb::object constrained_step_call(CompiledModel &nm, const nb::handle *args) {
             if (w && w->nu != nu) w.reset();                            // made for other actuators
         {
             nb::gil_scoped_release release;
-            parallel_pieces(N, T_, stop, [&](int thread, int64_t s) {
+            parallel_pieces<true>(N, T_, stop, [&](int thread, int64_t s) {   // a state's pieces: short
                 std::unique_ptr<OneCallWork> &w = works[size_t(thread)];
                 if (!w) w.reset(new OneCallWork(m, *u.act));
                 state(*w, s);

@@ -165,12 +165,22 @@ inline bool &in_run() {
     return running;
 }
 
+// the calling thread's check between its own pieces while it takes a share of a run (on_threads<true>: it asks poll()
+// every POLL_MS there); null on every other thread
+inline std::function<void()> *&caller_check() {
+    static thread_local std::function<void()> *check = nullptr;
+    return check;
+}
+
 // fn(t) for t in [0, T) on up to T threads, each thread taking the next t when it finishes one; the first exception
 // of an fn is rethrown after every thread has finished. No poll (NeverStop) and T <= 1: on the calling thread. Otherwise
 // on T of the pool's workers (threads of the run's own when the pool is taken; as many as the system allows; none: the
 // calling thread runs every t itself), the calling thread calling poll() every POLL_MS while they run until it returns
-// true, then setting stop (the t's not begun are skipped)
-template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std::atomic<bool> &stop, Poll &&poll = Poll{}) {
+// true, then setting stop (the t's not begun are skipped). CallerTakes (short pieces, parallel_pieces'): with the pool,
+// T - 1 workers and the calling thread one of the T, asking poll() between its pieces (caller_check) every POLL_MS: one
+// worker fewer to wake, none to wait for where the calling thread finishes last
+template <bool CallerTakes = false, class Fn, class Poll = NeverStop>
+void on_threads(int T, Fn &&fn, std::atomic<bool> &stop, Poll &&poll = Poll{}) {
     constexpr bool polls = !std::is_same_v<std::decay_t<Poll>, NeverStop>;
     T = std::max(T, 1);
     std::vector<std::exception_ptr> errors(static_cast<size_t>(T));
@@ -179,6 +189,10 @@ template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std:
         for (int t = next.fetch_add(1); t < T && !stop.load(std::memory_order_relaxed); t = next.fetch_add(1)) {
             try {
                 fn(t);
+#if defined(__GLIBCXX__)
+            } catch (abi::__forced_unwind &) {                         // the calling thread ended in its poll (below)
+                throw;
+#endif
             } catch (...) {
                 errors[size_t(t)] = std::current_exception();
             }
@@ -213,8 +227,35 @@ template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std:
     } else if (WorkerPool &pool = WorkerPool::get(); !in_run() && pool.busy.try_lock()) {
         std::lock_guard<std::mutex> hold(pool.busy, std::adopt_lock);
         Running running;
-        int workers = pool.reserve(T);
-        if (workers == 0) {                                            // not one: the calling thread runs them all
+        int workers = pool.reserve(CallerTakes ? T - 1 : T);
+        if (CallerTakes) {                                             // the calling thread one of the T
+            std::function<void()> job = take;
+            if (workers) pool.start(workers, &job);
+            auto last = std::chrono::steady_clock::now();
+            std::function<void()> check = [&] {                        // poll every POLL_MS between its pieces
+                if (!polls || stop.load() || std::chrono::steady_clock::now() - last < POLL_MS) return;
+                last = std::chrono::steady_clock::now();
+                bool yes = true;
+                try {
+                    yes = poll();
+#if defined(__GLIBCXX__)
+                } catch (abi::__forced_unwind &) {                     // as supervise: the workers use this frame
+                    stop.store(true);
+                    if (workers)
+                        while (!pool.wait_for(POLL_MS)) {}
+                    throw;
+#endif
+                } catch (...) {}
+                if (yes) stop.store(true);
+            };
+            struct Checking {                                          // caller_check() while it takes
+                std::function<void()> *was = caller_check();
+                explicit Checking(std::function<void()> *c) { caller_check() = c; }
+                ~Checking() { caller_check() = was; }
+            } checking(&check);
+            take();
+            if (workers) supervise([&] { return pool.wait_for(POLL_MS); });
+        } else if (workers == 0) {                                     // not one: the calling thread runs them all
             take();
         } else {
             std::function<void()> job = take;
@@ -277,12 +318,18 @@ template <class Fn, class Poll> void threads_for(int64_t N, int T, int64_t cost,
     else parallel_for(N, T, stop, fn, poll);
 }
 
-// fn(t, k) for every piece k in [0, pieces) on T threads t (see on_threads), each thread taking the next piece when it
+// fn(t, k) for every piece k in [0, pieces) on T threads t (see on_threads; CallerTakes: pieces short enough to poll
+// between, the calling thread one of the T where the pool runs them), each thread taking the next piece when it
 // finishes one (the work balances when threads run at different speeds); none once stop is set
-template <class Fn, class Poll = NeverStop> void parallel_pieces(int64_t pieces, int T, std::atomic<bool> &stop, Fn &&fn, Poll &&poll = Poll{}) {
+template <bool CallerTakes = false, class Fn, class Poll = NeverStop>
+void parallel_pieces(int64_t pieces, int T, std::atomic<bool> &stop, Fn &&fn, Poll &&poll = Poll{}) {
     std::atomic<int64_t> next{0};
-    on_threads(T, [&fn, &next, &stop, pieces](int t) {
-        for (int64_t k = next.fetch_add(1); k < pieces && !stop.load(std::memory_order_relaxed); k = next.fetch_add(1)) fn(t, k);
+    on_threads<CallerTakes>(T, [&fn, &next, &stop, pieces](int t) {
+        std::function<void()> *check = caller_check();
+        for (int64_t k = next.fetch_add(1); k < pieces && !stop.load(std::memory_order_relaxed); k = next.fetch_add(1)) {
+            fn(t, k);
+            if (check) (*check)();
+        }
     }, stop, poll);
 }
 
