@@ -216,3 +216,28 @@ def test_a_signal_handler_may_run_batches_during_a_batch(monkeypatch):
     assert len(inner) == 1, "the batch ended before the signal: make it longer"
     assert np.abs(inner[0] - expected_M).max() <= 1e-12 * np.abs(expected_M).max()
     assert np.abs(E - expected_E).max() <= 1e-12 * abs(expected_E)
+
+
+def test_ctrl_c_stops_a_long_batch_of_constrained_derivatives():
+    """step_derivatives(constraints=True) of 400,000 states of a body on four spheres resting on a plane, the batch in
+    one compiled call (derivatives._one_call) whose calling thread is one of its two (parallel_pieces<true>: it polls
+    for signals between its states): a signal stops it within the bound."""
+    script = textwrap.dedent("""
+        import mujoco
+        import numpy as np
+        from physai import derivatives, engine
+        feet = "".join(f'<geom type="sphere" size=".1" pos="{x} {y} 0"/>' for x in (-.2, .2) for y in (-.2, .2))
+        xml = ('<mujoco><worldbody><geom type="plane" size="1 1 .1"/><body pos="0 0 .099"><freejoint/>' + feet +
+               '</body></worldbody></mujoco>')
+        m = mujoco.MjModel.from_xml_string(xml)
+        model = engine.from_mujoco(m)
+        q, qd = np.tile(m.qpos0, (400_000, 1)), np.tile([.1, 0, 0, 0, 0, 0], (400_000, 1))
+        derivatives.step_derivatives(model, q[:2], qd[:2], constraints=True)
+        print("ready", flush=True)
+        derivatives.step_derivatives(model, q, qd, constraints=True)
+        print("finished", flush=True)
+    """)
+    out, err, status, waited = _interrupt(script, 0.5)
+    assert "finished" not in out, "the run ended before the signal: make it longer"
+    assert status != 0 and "KeyboardInterrupt" in err, err
+    assert waited < 2.0, waited
