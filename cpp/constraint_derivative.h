@@ -60,13 +60,15 @@ inline void pyramid_edges(const double *first, const double *frame, const double
         }
 }
 
-// the columns of a body's Jacobian J6 (6, nv) that are not zero (the dofs of its chain) into cols; their count
-inline int jacobian_support(const double *J6, int64_t nv, int *cols) {
+// the columns of a body's Jacobian J6 (6, nv) that are not zero (the dofs of its chain) into cols; their count. rows
+// 12: two bodies' Jacobians (2, 6, nv), the union of their chains
+inline int jacobian_support(const double *J6, int64_t nv, int *cols, int rows = 6) {
     int n = 0;
-    for (int64_t k = 0; k < nv; k++)
-        if (J6[k] != 0 || J6[nv + k] != 0 || J6[2 * nv + k] != 0 || J6[3 * nv + k] != 0 || J6[4 * nv + k] != 0
-            || J6[5 * nv + k] != 0)
-            cols[n++] = int(k);
+    for (int64_t k = 0; k < nv; k++) {
+        bool on = false;
+        for (int r = 0; r < rows && !on; r++) on = J6[r * nv + k] != 0;
+        if (on) cols[n++] = int(k);
+    }
     return n;
 }
 
@@ -106,8 +108,7 @@ inline void rows_on_point(const double *e, const double *P, const double *W, con
 // sphere, capsule or box; J6 (nc, 6, nv) the body's Jacobian at its origin (nc, 3), the contact's frame (nc, 3, 3), pos
 // (nc, 3), dist (nc), friction (nc, nf), radius (nc: 0 for a box), dim (nc: 1 or 3), axis (nc, 3: a capsule's, zero
 // otherwise), turns (nv, nv) (Model.dof_turns, [j, k], 0 or 1). Each contact's rows in turn: dJ (m, nv, nv),
-// ddist (m, nv); dJ's entries off each contact's body's chain (jacobian_support) are zero, or not written unless
-// zero_off_chain (the compiled step reads only the chain's: analytic_forces).
+// ddist (m, nv); dJ's entries off each contact's body's chain (jacobian_support) are zero.
 //   x = p + n (radius + dist / 2),  P = Jp(o) + W x (p - o),  X = P + W x (x - p)
 //   d dist = n . X,  dp = X - n d dist / 2,  dJ[row] = rows_on_point(e, P, W, dp)
 //   a capsule (dim 3): da = W x a, v = da - n (n . da), dt1 = (v - t1 (t1 . v)) / |a - n (n . a)|, dt2 = n x dt1,
@@ -115,7 +116,7 @@ inline void rows_on_point(const double *e, const double *P, const double *W, con
 inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const double *origin, const double *frame,
                                const double *pos, const double *dist, const double *friction, int64_t nf,
                                const double *radius, const int64_t *dim, const double *axis, const double *turns,
-                               double *dJ, double *ddist, bool zero_off_chain = true) {
+                               double *dJ, double *ddist) {
     std::vector<double> P(3 * nv), X(3 * nv), dp(3 * nv), dd(nv), EW(3 * nv), turned(nv * nv), E(6 * 3);
     std::vector<double> dframe(3 * 3 * nv), dE(6 * 3 * nv);
     std::vector<int> S(static_cast<size_t>(nv));
@@ -136,7 +137,7 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
             for (int x = 0; x < 3; x++) dp[x * nv + k] = X[x * nv + k] - n[x] * dd[k] / 2;
         }
         const int rows = pyramid_rows(dim[c]);
-        if (zero_off_chain) std::fill(dJ + row * nv * nv, dJ + (row + rows) * nv * nv, 0.0);
+        std::fill(dJ + row * nv * nv, dJ + (row + rows) * nv * nv, 0.0);
         pyramid_edges(n, n, mu, dim[c], 3, E.data());
         for (int e = 0; e < rows; e++)
             rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, S.data(), ns, EW.data(), turned.data(),
@@ -200,12 +201,7 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
     double *EW = Jd + 3 * V, *turned = EW + 3 * V, *part = turned + V * V;
     std::fill(Jd, Jd + 3 * V, 0.0);
     std::vector<int> S(V);                                              // dp moves on both bodies' chains: their union
-    int ns = 0;
-    for (int64_t k = 0; k < nv; k++) {
-        bool on = false;
-        for (int r = 0; r < 12; r++) on = on || J[r * nv + k] != 0;
-        if (on) S[size_t(ns++)] = int(k);
-    }
+    const int ns = jacobian_support(J, nv, S.data(), 12);
     const double *n = frame, *t1 = frame + 3;
     double *dn = dframe;
     const double r = radius[0] + dist / 2;
@@ -1001,13 +997,10 @@ inline int segment_terms(const Model &m, const OneCallTables &T, const RowsOut &
                          out.st.data(), out.dD.data(), L, radius, out.v1.data(), T.turns, out.common.data(),
                          &out.pair_dJ[at], &out.pair_ddist[at_d], &out.pair_scratch);
     for (int64_t i = first; i < first + rows; i++) out.rows.push_back(i);
-    int count = 0;                                                      // its rows' dofs: both bodies' chains
-    for (int64_t j = 0; j < nv; j++) {
-        bool on = false;
-        for (int r = 0; r < 12; r++) on = on || out.pair_J[size_t(r * nv + j)] != 0;
-        if (on) out.pair_support.push_back(int(j)), count++;
-    }
-    out.pair_count.push_back(count);
+    const size_t at_s = out.pair_support.size();                        // its rows' dofs: both bodies' chains
+    out.pair_support.resize(at_s + size_t(nv));
+    const int count = jacobian_support(out.pair_J.data(), nv, &out.pair_support[at_s], 12);
+    out.pair_support.resize(at_s + size_t(count)), out.pair_count.push_back(count);
     return ONE_CALL_TAKEN;
 }
 

@@ -201,21 +201,22 @@ void on_threads(int T, Fn &&fn, std::atomic<bool> &stop, Poll &&poll = Poll{}) {
     // while the workers run: poll every POLL_MS until finished() (a poll that throws stops too). A thread ended by the
     // system while it polls (glibc's forced unwind, e.g. Python 3.11-3.13 ending a thread that asks for the GIL at
     // exit) stops the run and waits for its workers, which use this frame, before the unwind goes on.
+    auto ask = [&](auto &&finished) {                                  // one poll
+        bool yes = true;
+        try {
+            yes = poll();
+#if defined(__GLIBCXX__)
+        } catch (abi::__forced_unwind &) {
+            stop.store(true);
+            while (!finished()) {}
+            throw;
+#endif
+        } catch (...) {}
+        if (yes) stop.store(true);
+    };
     auto supervise = [&](auto &&finished) {
         while (!finished())
-            if (polls && !stop.load()) {
-                bool yes = true;
-                try {
-                    yes = poll();
-#if defined(__GLIBCXX__)
-                } catch (abi::__forced_unwind &) {
-                    stop.store(true);
-                    while (!finished()) {}
-                    throw;
-#endif
-                } catch (...) {}
-                if (yes) stop.store(true);
-            }
+            if (polls && !stop.load()) ask(finished);
     };
     struct Running {                                                   // in_run() while this thread supervises a run
         bool was = in_run();
@@ -235,18 +236,7 @@ void on_threads(int T, Fn &&fn, std::atomic<bool> &stop, Poll &&poll = Poll{}) {
             std::function<void()> check = [&] {                        // poll every POLL_MS between its pieces
                 if (!polls || stop.load() || std::chrono::steady_clock::now() - last < POLL_MS) return;
                 last = std::chrono::steady_clock::now();
-                bool yes = true;
-                try {
-                    yes = poll();
-#if defined(__GLIBCXX__)
-                } catch (abi::__forced_unwind &) {                     // as supervise: the workers use this frame
-                    stop.store(true);
-                    if (workers)
-                        while (!pool.wait_for(POLL_MS)) {}
-                    throw;
-#endif
-                } catch (...) {}
-                if (yes) stop.store(true);
+                ask([&] { return !workers || pool.wait_for(POLL_MS); });
             };
             struct Checking {                                          // caller_check() while it takes
                 std::function<void()> *was = caller_check();
