@@ -76,6 +76,30 @@ inline std::atomic<int> &thread_limit() {
 // how often the calling thread polls while the threads run
 constexpr std::chrono::milliseconds POLL_MS{10};
 
+// how long a worker that finished a run watches for the next, and the calling thread for its workers' end, before
+// sleeping on its condition: a run that follows within it starts without a wake-up's latency (tens of microseconds on
+// a virtual machine, a piece's share of a batch of short states)
+constexpr std::chrono::microseconds SPIN_US{200};
+
+// one turn of a spin: the CPU's pause where it has one
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+}
+
+// until ready() or SPIN_US has passed: whether ready()
+template <class Ready> bool spin_until(Ready &&ready) {
+    const auto until = std::chrono::steady_clock::now() + SPIN_US;
+    for (int k = 1;; k++) {
+        if (ready()) return true;
+        if (k % 64 == 0 && std::chrono::steady_clock::now() >= until) return ready();
+        spin_pause();
+    }
+}
+
 // the default poll: never stop
 struct NeverStop {
     bool operator()() const { return false; }
@@ -123,13 +147,14 @@ class WorkerPool {
     // those workers are woken (one condition each): a pool grown large once costs nothing to a small run later.
     void start(int count, std::function<void()> *job) {
         std::lock_guard<std::mutex> g(lock_);
-        job_ = job, active_ = count, running_ = count, generation_++;
+        job_ = job, active_ = count, running_.store(count), spin_.store(count < hardware_threads()), generation_.fetch_add(1);
         for (int k = 0; k < count; k++) wake_[size_t(k)].notify_one();
     }
-    // whether the run's workers have all returned, waiting up to `wait`
+    // whether the run's workers have all returned, waiting up to `wait` (spinning first: spin_until)
     bool wait_for(std::chrono::milliseconds wait) {
+        if (spin_.load() && spin_until([&] { return running_.load() == 0; })) return true;
         std::unique_lock<std::mutex> g(lock_);
-        return done_.wait_for(g, wait, [&] { return running_ == 0; });
+        return done_.wait_for(g, wait, [&] { return running_.load() == 0; });
     }
 
   private:
@@ -139,23 +164,26 @@ class WorkerPool {
     }
     void serve(int index) {
         uint64_t seen = 0;
-        std::unique_lock<std::mutex> g(lock_);
         for (;;) {
-            wake_[size_t(index)].wait(g, [&] { return generation_ != seen && index < active_; });
-            seen = generation_;
+            if (spin_.load()) spin_until([&] { return generation_.load() != seen; });   // the next run, if it comes soon
+            std::unique_lock<std::mutex> g(lock_);
+            wake_[size_t(index)].wait(g, [&] { return generation_.load() != seen && index < active_; });
+            seen = generation_.load();
             std::function<void()> *job = job_;
             g.unlock();
             (*job)();
             g.lock();
-            if (--running_ == 0) done_.notify_all();
+            if (running_.fetch_sub(1) == 1) done_.notify_all();
         }
     }
     std::mutex lock_;
     std::deque<std::condition_variable> wake_;                         // one per worker started
     std::condition_variable done_;
     std::function<void()> *job_ = nullptr;
-    uint64_t generation_ = 0;
-    int active_ = 0, running_ = 0;
+    std::atomic<uint64_t> generation_{0};                              // written under lock_; read by the spins
+    std::atomic<int> running_{0};
+    std::atomic<bool> spin_{false};                                    // the last run's threads (its workers and the
+    int active_ = 0;                                                   // caller) no more than the hardware's: spin
 };
 
 // whether this thread is running a batch on threads (on_threads below): a nested run (a Python signal handler's call

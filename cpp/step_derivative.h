@@ -13,7 +13,7 @@
 // The constrained step (euler, implicit, implicitfast; one state: derivatives._compiled_constrained): the NumPy text
 // solves and takes the rows' q-derivatives (cpp/data.h's ConstrainedTerms) but the plane contacts' (plane_forces takes
 // their terms from the step's kinematics at q), then acceleration adds qfrc_constraint to K a = f and its derivative to X
-// (constrained_derivatives: derivatives._Constraints.derivatives after terms()).
+// through the solve's d(a_c) (constrained_derivatives: derivatives._Constraints.derivatives after terms()).
 #pragma once
 
 #include <cmath>
@@ -53,7 +53,9 @@ struct StepDerivData {
     DerivData<double> dw;
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
-    std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY, rates;   // the constrained step's (constrained_derivatives)
+    std::vector<double> M0, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY, rates;   // the constrained step's (constrained_derivatives)
+    std::vector<int> kdiff_at, kdiff_col;                              // K - M0's entries by row (acceleration)
+    std::vector<double> kdiff;
     std::vector<double> J6, pscratch;                                  // the plane contacts' Jacobians, plane_forces'
     std::vector<int64_t> pfirst;                                       // scratch; the given rows' dofs where dJ or
     std::vector<int> pS, asupport, asupport_at;                        // dpos is not zero (analytic_rows, its
@@ -82,7 +84,7 @@ struct StepDerivData {
             for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++)
                 on_tree[size_t(k) * V + size_t(m.M_colind[a])] = on_tree[size_t(m.M_colind[a]) * V + size_t(k)] = 1;
         for (int k = 0; k < nv; k++) every[size_t(k)] = k;
-        M0.resize(V * V), this->C.resize(V * C), R.resize(V * C);
+        M0.resize(V * V), R.resize(V * C), kdiff_at.resize(V + 1);
         for (auto *x : {&cb, &ck, &dcb, &dck}) x->resize(size_t(nu));
     }
 };
@@ -532,11 +534,11 @@ inline void plane_forces(int nv, const ConstrainedTerms &t, StepDerivData &w, co
                          int cols) {
     if (!t.nplane) return;
     const size_t V = size_t(nv);
-    w.pscratch.resize(84 * V + 2 * V * V + 6), w.pS.resize(V), w.pdone.assign(size_t(t.nplane), 0);   // laid out below
+    w.pscratch.resize(96 * V + 2 * V * V + 6), w.pS.resize(V), w.pdone.assign(size_t(t.nplane), 0);   // laid out below
     double *Jc = w.pscratch.data(), *fields = Jc + 6 * V, *Y = fields + 12 * V, *D = Y + 3 * V, *Z = D + 3 * V;
     double *P = Z + 3 * V, *dp = P + 3 * V, *dd = dp + 3 * V, *F = dd + V, *dt = F + 6 * V, *dE = dt + 6 * V;
     double *rates = dE + 30 * V, *Ts = rates + 2 * V, *U = Ts + V * V, *EW = U + V * V, *AW = EW + 3 * V;
-    double *Pv = AW + 3 * V;                                           // (2, 3): P qd, P a_c; Pv + 6: the end
+    double *Pv = AW + 3 * V, *u = Pv + 6;                              // Pv (2, 3): P qd, P a_c; u (12, nv); the end
     int *S = w.pS.data();
     const double *turns = t.turns;
     std::vector<int64_t> &first = w.pfirst;                            // each contact's first row in t.rows
@@ -561,19 +563,24 @@ inline void plane_forces(int nv, const ConstrainedTerms &t, StepDerivData &w, co
         const double *Jp = Jc, *W = Jc + 3 * V;
         for (int l = 0; l < ns; l++)                                   // Ts[l, i] = turns[S_l, S_i]
             for (int i = 0; i < ns; i++) Ts[l * V + i] = turns[S[l] * nv + S[i]];
+        // pi, mu of qd, then of a_c (3 x nv each) as sums from the chain's end: turns[S_l, S_i] is 1 for l >= i (S_i on
+        // S_l's chain) and among one ball's or free joint's rotations (joints.turning_dofs), 0 elsewhere, so a field at
+        // i sums u over l >= b_i, b_i the first of i's rotations on S (else i)
         double om[2][3] = {{0, 0, 0}, {0, 0, 0}};                      // W qd, W a_c
-        std::fill(fields, fields + 12 * V, 0.0);                       // pi, mu of qd, then of a_c (3 x nv each)
-        for (int l = 0; l < ns; l++) {
-            const double vq = qd[S[l]], va = t.a_c[S[l]], *T = Ts + l * V;
-            double u[12];
+        for (int l = 0; l < ns; l++) {                                 // u_l: v_l Jp_l, v_l W_l for v = qd, a_c
+            const double vq = qd[S[l]], va = t.a_c[S[l]];
             for (int x = 0; x < 3; x++) {
-                u[x] = vq * Jp[x * V + l], u[3 + x] = vq * W[x * V + l], u[6 + x] = va * Jp[x * V + l], u[9 + x] = va * W[x * V + l];
-                om[0][x] += u[3 + x], om[1][x] += u[9 + x];
+                u[x * V + l] = vq * Jp[x * V + l], u[(3 + x) * V + l] = vq * W[x * V + l];
+                u[(6 + x) * V + l] = va * Jp[x * V + l], u[(9 + x) * V + l] = va * W[x * V + l];
+                om[0][x] += u[(3 + x) * V + l], om[1][x] += u[(9 + x) * V + l];
             }
-            for (int f = 0; f < 12; f++) {
-                double *out = fields + f * V;
-                for (int i = 0; i < ns; i++) out[i] += T[i] * u[f];
-            }
+        }
+        for (int f = 0; f < 12; f++)                                   // u's sums from the end, in place
+            for (int l = ns - 2; l >= 0; l--) u[f * V + l] += u[f * V + l + 1];
+        for (int i = 0; i < ns; i++) {
+            int b = i;
+            while (b > 0 && Ts[(b - 1) * V + i] != 0.0) b--;
+            for (int f = 0; f < 12; f++) fields[f * V + i] = u[f * V + b];
         }
         double E[3] = {0, 0, 0}, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
         std::fill(Y, Y + 3 * V, 0.0), std::fill(D, D + 3 * V, 0.0), std::fill(Z, Z + 3 * V, 0.0);
@@ -698,12 +705,13 @@ inline void plane_forces(int nv, const ConstrainedTerms &t, StepDerivData &w, co
     }
 }
 
-// C (nv, cols) = dqfrc_constraint/d(q, qd, ctrl) from R = [r_q | r_qd | df/dctrl] (nv, cols) and M (nv, nv) at the
-// optimum (derivatives._Constraints.derivatives' solve: H da = R - [G_q | 0 | 0] + J^T W, C = M da - R), H = M + J^T S J,
-// G_q = Gq - J^T Wq (product_rule along the moving dofs, analytic_forces, the anchored rows' -dJ^T f), W = [Wq | S
-// daref/dqd | 0]; false: singular
+// w.Z (nv, cols) = da: the solve's qacc's derivative d(a_c)/d(q, qd, ctrl) from R = [r_q | r_qd | df/dctrl] (nv, cols)
+// and M (nv, nv) at the optimum (derivatives._Constraints.derivatives' solve: H da = R - [G_q | 0 | 0] + J^T W, of which
+// the text returns dqfrc_constraint = M da - R; acceleration takes da itself), H = M + J^T S J, G_q = Gq - J^T Wq
+// (product_rule along the moving dofs, analytic_forces, the anchored rows' -dJ^T f), W = [Wq | S daref/dqd | 0];
+// false: singular
 inline bool constrained_derivatives(const Model &m, const ConstrainedTerms &t, StepDerivData &w, const double *qd,
-                                    const double *M, const double *R, double *C, int cols) {
+                                    const double *M, const double *R, int cols) {
     const int nv = m.nv;
     int64_t nefc = t.nefc;
     w.H.assign(M, M + size_t(nv) * nv);                                // H = M + J^T S J
@@ -737,20 +745,7 @@ inline bool constrained_derivatives(const Model &m, const ConstrainedTerms &t, S
     w.Z.resize(size_t(nv) * cols);                                     // da = H^-1 ([R_q - Gq | R_qd | R_u] + J^T W)
     for (int i = 0; i < nv; i++)
         for (int c = 0; c < cols; c++) w.Z[size_t(i) * cols + c] = R[size_t(i) * cols + c] - (c < nv ? w.G[size_t(i) * nv + c] : 0.0);
-    if (!hessian_solve(m, t, w, M, w.H.data(), w.Z.data(), w.W.data(), cols)) return false;
-    std::vector<const double *> &src = w.sources;                      // C = M da - R: row i from -R_i, - (-M_ik) da_k
-    std::vector<double> &coef = w.coefficients;                        // in k's order (M's zeros, the tree's, add nothing)
-    for (int i = 0; i < nv; i++) {
-        double *Ci = C + size_t(i) * cols;
-        for (int c = 0; c < cols; c++) Ci[c] = -R[size_t(i) * cols + c];
-        src.clear(), coef.clear();
-        for (int k = 0; k < nv; k++) {
-            const double minus = -M[size_t(i) * nv + k];                   // an lvalue: push_back inline
-            if (minus != 0.0) src.push_back(w.Z.data() + size_t(k) * cols), coef.push_back(minus);
-        }
-        subtract_sources(w.sub, Ci, [&](int k) { return src[size_t(k)]; }, coef.data(), int(src.size()), cols);
-    }
-    return true;
+    return hessian_solve(m, t, w, M, w.H.data(), w.Z.data(), w.W.data(), cols);
 }
 
 // (a, X) at (q, qd) (derivatives._Stepper.acceleration; the discrete step's discrete_acceleration: K = M + h B + h^2 K_s
@@ -788,6 +783,17 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
         for (int j = 0; j < nv; j++) a[j] -= c.h * stiffness[j] * qd[j];   // f - h K qd
     bool servos = discrete && act.nu;                                  // the servos' B and K, their - h K qd
     if (servos && !servo_metric(m, act, w, s.force.data(), qd, c.h, K, a)) return SINGULAR;
+    if (con) {                                                         // K - M0 by rows, before K's LU
+        w.kdiff_col.clear(), w.kdiff.clear();
+        for (int i = 0; i < nv; i++) {
+            w.kdiff_at[size_t(i)] = int(w.kdiff.size());
+            for (int k = 0; k < nv; k++) {
+                const double e = K[size_t(i) * nv + k] - w.M0[size_t(i) * nv + k];
+                if (e != 0.0) w.kdiff_col.push_back(k), w.kdiff.push_back(e);
+            }
+        }
+        w.kdiff_at[size_t(nv)] = int(w.kdiff.size());
+    }
     // K on M's tree pattern (but implicit's, the free bodies' blocks, the discrete metric): its Cholesky there
     // (tree_cholesky, MuJoCo's mj_factorM; K = M + h B or M - h D, symmetric), else or where not positive definite its LU
     bool tree = c.integrator != IMPLICIT && !discrete && !(c.integrator == IMPLICITFAST && m.nfree);
@@ -808,16 +814,20 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     if (act.nu)
         actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.x.raw.data(), s.force.data(), q, qd, w.keep.data(),
                              w.tau.data(), w.qdn.data(), X, cols);
-    if (con) {                                                         // d qfrc_constraint from R = [F_q - dtau/dq(a_c) | ...]
+    // constrained: X's K^-1 [F_x - dtau(a)/dx + dqfrc_constraint/dx], dqfrc_constraint/dx = M0 da - R (the text's), R =
+    // F_x - dtau(a_c)/dx, is da + K^-1 (dtau(a_c)/dx - dtau(a)/dx - (K - M0) da): no M0 da, and X holds the bracket's rest
+    if (con) {
         rnea_derivatives_posed(m, s.d, w.dw, qd, con->a_c, w.cq.data(), w.cv.data());   // evaluate's position stages
         for (int i = 0; i < nv; i++)
             for (int col = 0; col < cols; col++) {
                 size_t e = size_t(i) * cols + col;
                 w.R[e] = X[e] - (col < nv ? w.cq[size_t(i) * nv + col] : col < 2 * nv ? w.cv[size_t(i) * nv + col - nv] : 0.0);
             }
-        if (!constrained_derivatives(m, *con, w, qd, w.M0.data(), w.R.data(), w.C.data(), cols)) return SINGULAR;
+        if (!constrained_derivatives(m, *con, w, qd, w.M0.data(), w.R.data(), cols)) return SINGULAR;
         position_derivatives_at(m, s.d, w.dw, qd, a, w.tq.data());    // at a on the same (q, qd): dtau/dqd as at a_c
-        std::copy(w.cv.begin(), w.cv.end(), w.tv.begin());
+        for (size_t e = 0; e < size_t(nv) * nv; e++) w.tq[e] -= w.cq[e];   // dtau(a)/dx - dtau(a_c)/dx
+        std::fill(w.tv.begin(), w.tv.end(), 0.0);
+        std::fill(X, X + size_t(nv) * cols, 0.0);
     } else {
         rnea_derivatives_posed(m, s.d, w.dw, qd, a, w.tq.data(), w.tv.data());
     }
@@ -845,16 +855,22 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
             X[size_t(i) * cols + j] -= w.tq[size_t(i) * nv + j];
             X[size_t(i) * cols + nv + j] -= w.tv[size_t(i) * nv + j];
         }
-    if (con)
-        for (size_t e = 0; e < size_t(nv) * cols; e++) X[e] += w.C[e];
     if (discrete)                                                      // - h K on qd (the joints' K: B and K constant)
         for (int j = 0; j < nv; j++) X[size_t(j) * cols + nv + j] -= c.h * stiffness[j];
     if (servos) servo_metric_derivative(m, act, w, qd, a, c.h, X, cols);   // the servos' metric moves with ctrl
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
         damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
                                    c.integrator == IMPLICITFAST);
+    if (con)                                                           // - (K - M0) da
+        for (int i = 0; i < nv; i++) {
+            const int at = w.kdiff_at[size_t(i)];
+            subtract_sources(w.sub, X + size_t(i) * cols, [&](int k) { return w.Z.data() + size_t(w.kdiff_col[size_t(at + k)]) * cols; },
+                             w.kdiff.data() + at, w.kdiff_at[size_t(i) + 1] - at, cols);
+        }
     if (tree) tree_solve_rows(m, w.L.data(), w.Linv.data(), X, cols, w.sub);
     else lu_apply(K, nv, w.piv.data(), X, cols, w.sub);
+    if (con)                                                           // + da
+        for (size_t e = 0; e < size_t(nv) * cols; e++) X[e] += w.Z[e];
     return OK;
 }
 
