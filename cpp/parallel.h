@@ -27,6 +27,9 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
 #endif
+#if defined(__linux__)
+#include <sched.h>
+#endif
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -81,23 +84,24 @@ constexpr std::chrono::milliseconds POLL_MS{10};
 // a virtual machine, a piece's share of a batch of short states)
 constexpr std::chrono::microseconds SPIN_US{200};
 
-// one turn of a spin: the CPU's pause where it has one
-inline void spin_pause() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#else
-    std::this_thread::yield();
-#endif
-}
-
-// until ready() or SPIN_US has passed: whether ready()
+// until ready() or SPIN_US has passed: whether ready(). Each turn yields the CPU (another process's thread, or a
+// worker of this run where the CPUs are fewer than the threads, runs instead: a pause would hold it for SPIN_US)
 template <class Ready> bool spin_until(Ready &&ready) {
     const auto until = std::chrono::steady_clock::now() + SPIN_US;
-    for (int k = 1;; k++) {
+    for (;;) {
         if (ready()) return true;
-        if (k % 64 == 0 && std::chrono::steady_clock::now() >= until) return ready();
-        spin_pause();
+        if (std::chrono::steady_clock::now() >= until) return ready();
+        std::this_thread::yield();
     }
+}
+
+// the CPUs this process may run on (its affinity where the system says it; else the hardware's threads)
+inline int usable_cpus() {
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+#endif
+    return hardware_threads();
 }
 
 // the default poll: never stop
@@ -147,7 +151,7 @@ class WorkerPool {
     // those workers are woken (one condition each): a pool grown large once costs nothing to a small run later.
     void start(int count, std::function<void()> *job) {
         std::lock_guard<std::mutex> g(lock_);
-        job_ = job, active_ = count, running_.store(count), spin_.store(count < hardware_threads()), generation_.fetch_add(1);
+        job_ = job, active_ = count, running_.store(count), spin_.store(count < usable_cpus()), generation_.fetch_add(1);
         for (int k = 0; k < count; k++) wake_[size_t(k)].notify_one();
     }
     // whether the run's workers have all returned, waiting up to `wait` (spinning first: spin_until)
@@ -183,7 +187,7 @@ class WorkerPool {
     std::atomic<uint64_t> generation_{0};                              // written under lock_; read by the spins
     std::atomic<int> running_{0};
     std::atomic<bool> spin_{false};                                    // the last run's threads (its workers and the
-    int active_ = 0;                                                   // caller) no more than the hardware's: spin
+    int active_ = 0;                                                   // caller) no more than usable_cpus(): spin
 };
 
 // whether this thread is running a batch on threads (on_threads below): a nested run (a Python signal handler's call
