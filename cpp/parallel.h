@@ -114,7 +114,8 @@ struct NeverStop {
 // first needs them (those the system refuses are not there: fewer run). One run at a time: a run that finds the pool
 // taken (another Python thread's, or a run inside a run) starts threads of its own for the time it runs. After fork()
 // the child has none of the parent's threads: it starts a new pool (the old one, whose locks a parent's thread may
-// hold, is left as it is).
+// hold, is left as it is). Where a run's threads fit usable_cpus(), its workers spin_until the next run and the caller
+// until their end before they sleep on their conditions.
 class WorkerPool {
   public:
     static WorkerPool &get() {

@@ -1832,7 +1832,8 @@ class _Constraints:
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
         (see the class): held at solve()'s optimum, from the rows' q-derivatives (terms). Mirrored by
-        cpp/step_derivative.h's constrained_derivatives (_compiled_constrained)."""
+        cpp/step_derivative.h's constrained_derivatives (_compiled_constrained), which stops at da: its acceleration
+        folds M da - r into K's solve (K^-1 M da = da - K^-1 (K - M) da)."""
         t, r, M, nv = self.terms(q, qd), self.r, self.M, self.model.nv
         H = M + r.J.T @ self._times_S(r.J)
         Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
@@ -3032,7 +3033,7 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     evaluate, solve, refusals and rows' q-derivatives (_Stepper.constrained_terms) but the plane contacts' (their
     arrays handed on: _Constraints.step_planes), then everything after them in cpp/step_derivative.h -- the plane
     contacts' rows (plane_forces), the forces' and rnea's derivatives, H = M + J^T S J, the rows' force derivatives
-    (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
+    (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), da (constrained_derivatives), K,
     its solve and the retraction (acceleration, step_derivative). The solve starts from qacc_warmstart (nv,) where
     given and its cost is lower. ((A, B), margins (4,)), or None where the kernel declines the state (the NumPy text then
     redoes it and names what is wrong)."""
