@@ -27,6 +27,13 @@ kernel on all the states in one call (its poses, broad and narrow phase) beside 
 made by mj_kinematics first, not timed), CPU time per state; ratio = physai / MuJoCo (below 1: physai is faster).
 "none": no pair collides; "all": every pair, as (a)'s steps collide.
 
+(e), with --profile: the pile's step against its collision. One trajectory from the grid (--steps steps, one thread:
+integrators.rollout beside mujoco.rollout with nthread=0), CPU time per step (best of 3); beside it (d)'s "all" row,
+and the rest of the step (step - collision: the constraint rows, the solve, the smooth dynamics and the integration;
+MuJoCo's rest holds its mj_kinematics, physai's collision its poses, as in (d)). Its last line computes what a ratio of
+1.5 in (a) would need: physai's step at most MuJoCo's / 1.5, so, with physai's collision as measured, the rest at most
+that minus it, and how much faster than MuJoCo's rest that is.
+
 (a): best of 3 rounds, wall clock (threads); "cpu": the same ratio of the best rounds' CPU time (every thread's: on a
 loaded machine the wall clock of threads counts the other processes' turns; equal to the wall clock's ratio when each
 side keeps its threads busy); (b), (c): best of 5 rounds of CPU time (one thread: on a loaded machine
@@ -217,8 +224,9 @@ def only_class(m: mujoco.MjModel, kinds: tuple[int, int] | None) -> mujoco.MjMod
     return m
 
 
-def profile(steps: int) -> None:
-    """(d): the pile's collision pair class by pair class (see the module docstring)."""
+def profile(steps: int) -> tuple[float, float]:
+    """(d): the pile's collision pair class by pair class (see the module docstring); the "all" row's microseconds per
+    state (physai, MuJoCo)."""
     m = pile(np.random.default_rng(0))
     d = mujoco.MjData(m)
     Q = []
@@ -231,7 +239,7 @@ def profile(steps: int) -> None:
     plane, kinds = G.mjGEOM_PLANE, [getattr(G, f"mjGEOM_{k.upper()}") for k in KINDS]
     classes = [("all", None), ("none", None)] + [(f"plane-{KINDS[a]}", (plane, kinds[a])) for a in range(4)]
     classes += [(f"{KINDS[a]}-{KINDS[b]}", (kinds[a], kinds[b])) for a in range(4) for b in range(a, 4)]
-    rounds = 5
+    rounds, collide = 5, (np.nan, np.nan)
     for label, kinds_ in classes:
         mc = m if label == "all" else only_class(m, kinds_)
         model, dc = engine.from_mujoco(mc), mujoco.MjData(mc)
@@ -259,6 +267,36 @@ def profile(steps: int) -> None:
         per = 1e6 / (rounds * len(Q))
         t_physai, t_mj = cpu_best(kernel) * per, cpu_best(mj) * per
         print(f"{label:<20} {ncon / len(Q):>8.1f} {t_physai:>8.1f} {t_mj:>8.1f} {t_physai / t_mj:>6.2f}")
+        if label == "all":
+            collide = (t_physai, t_mj)
+    return collide
+
+
+def split(steps: int, collide: tuple[float, float], target: float = 1.5) -> None:
+    """(e): the pile's step, one trajectory (the grid's) on one thread, beside (d)'s collision of every pair."""
+    m = pile(np.random.default_rng(0))
+    model = engine.from_mujoco(m)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    d = mujoco.MjData(m)
+    start = np.empty((1, mujoco.mj_stateSize(m, spec)))
+    mujoco.mj_getState(m, d, start[0], spec)
+    q0, qd0 = m.qpos0[None].copy(), np.zeros((1, m.nv))
+    per = 1e6 / steps
+    with mj_rollout.Rollout(nthread=0) as r:
+        step_mj = both_best(lambda: r.rollout(m, [d], start, nstep=steps))[1] * per
+    step_physai = both_best(lambda: integrators.rollout(model, q0, qd0, m.opt.timestep, steps, "euler",
+                                                        constraints=True))[1] * per
+    (col_physai, col_mj), step_needed = collide, step_mj / target
+    rest_physai, rest_mj, rest_needed = step_physai - col_physai, step_mj - col_mj, step_needed - col_physai
+    print(f"{'step':<20} {step_physai:>8.1f} {step_mj:>8.1f} {step_physai / step_mj:>6.2f}")
+    print(f"{'collision (all)':<20} {col_physai:>8.1f} {col_mj:>8.1f} {col_physai / col_mj:>6.2f}")
+    print(f"{'the rest':<20} {rest_physai:>8.1f} {rest_mj:>8.1f} {rest_physai / rest_mj:>6.2f}")
+    head = f"for {target}x MuJoCo's steps: physai's step <= {step_needed:.1f} us; with its collision as measured, the rest"
+    if rest_needed <= 0:
+        print(f"{head} would have to take no time")
+        return
+    print(f"{head} <= {rest_needed:.1f} us, {rest_mj / rest_needed:.2f}x faster than MuJoCo's rest (now "
+          f"{rest_mj / rest_physai:.2f}x)")
 
 
 def main() -> None:
@@ -284,7 +322,11 @@ def main() -> None:
         print(f"\n(d) the pile's collision by pair class, {args.steps // 5} states of its trajectory: microseconds per state "
               "(CPU); ratio = physai / MuJoCo")
         print(f"{'pairs':<20} {'contacts':>8} {'physai':>8} {'MuJoCo':>8} {'ratio':>6}")
-        profile(args.steps)
+        collide = profile(args.steps)
+        print(f"\n(e) the pile's step, one trajectory of {args.steps} steps on one thread, beside (d)'s collision: "
+              "microseconds per step (CPU); ratio = physai / MuJoCo")
+        print(f"{'':<20} {'physai':>8} {'MuJoCo':>8} {'ratio':>6}")
+        split(args.steps, collide)
 
 
 if __name__ == "__main__":
