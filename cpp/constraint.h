@@ -78,7 +78,7 @@ struct Cones {
 // a layout of H's factor kept for later solves (ConstraintWork::layouts): the fields of ConstraintWork of the same names
 // and the key they were made from
 struct FactorLayout {
-    std::vector<int> key, Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt, Lsame, Hadr, Hcol;
+    std::vector<int> key, Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt, Lsame, Hadr, Hcol, Hentry;
     std::vector<uint16_t> Lrun;
 };
 
@@ -123,8 +123,9 @@ struct ConstraintWork {
     std::vector<double> Lwork;
     // H's own entries before the fill-in (a workspace layout, not an algorithm: hessian sums H there and cholesky
     // gathers each row from there, so that the factor's entries need no zeroing): row k's columns ascending at
-    // Hcol[Hadr[k] .. Hadr[k + 1]) (factor_pattern's rows before the elimination), their values in Hval
-    std::vector<int> Hadr, Hcol;
+    // Hcol[Hadr[k] .. Hadr[k + 1]) (factor_pattern's rows before the elimination), their values in Hval; Hentry the
+    // entry (in Hcol) hessian adds to for each group's pair of columns (b <= a, group by group) and then each of M's
+    std::vector<int> Hadr, Hcol, Hentry;
     std::vector<double> Hval;
     // solver.h's balanced_constraint_force on stiff rows: the residual, a row and the orthonormal basis (nv, nv, nv x nv)
     std::vector<double> balance;

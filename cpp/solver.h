@@ -166,6 +166,16 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
         row.erase(std::unique(row.begin(), row.end()), row.end());
         w.Hcol.insert(w.Hcol.end(), row.begin(), row.end()), w.Hadr.push_back(int(w.Hcol.size()));   // H's own entries
     }
+    // the entry of H each group's pair of columns and each of M's entries adds to (hessian's order; its searches' entry)
+    const int *Hcol = w.Hcol.data();
+    auto entry = [&](int i, int j) { return int(std::lower_bound(Hcol + w.Hadr[size_t(i)], Hcol + w.Hadr[size_t(i) + 1], j) - Hcol); };
+    w.Hentry.clear();
+    for_each_group(w.r, [&](int, int, int nc, const int *cols) {
+        for (int a = 0; a < nc; a++)
+            for (int b = 0; b <= a; b++) w.Hentry.push_back(entry(cols[a], cols[b]));
+    });
+    for (int k = 0; k < nv; k++)
+        for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++) w.Hentry.push_back(entry(k, int(m.M_colind[a])));
     factor_layout(w, nv);
 }
 
@@ -191,7 +201,7 @@ inline void pattern_key(const Model &m, const Rows &r, std::vector<int> &key) {
 inline void swap_layout(ConstraintWork &w, FactorLayout &slot) {
     w.Lkey.swap(slot.key), w.Ladr.swap(slot.Ladr), w.Lcol.swap(slot.Lcol), w.Ltadr.swap(slot.Ltadr);
     w.Ltent.swap(slot.Ltent), w.Lgroup.swap(slot.Lgroup), w.Lgroupnt.swap(slot.Lgroupnt), w.Lsame.swap(slot.Lsame);
-    w.Lrun.swap(slot.Lrun), w.Hadr.swap(slot.Hadr), w.Hcol.swap(slot.Hcol);
+    w.Lrun.swap(slot.Lrun), w.Hadr.swap(slot.Hadr), w.Hcol.swap(slot.Hcol), w.Hentry.swap(slot.Hentry);
 }
 
 // factor_pattern's layout, kept between solves (a workspace cache, not an algorithm of its own: the layout is a function
@@ -673,14 +683,6 @@ inline double line_search(const Line &line, double snorm, double gtol, int64_t m
     return done(LinePoint{}, LINE_NO_IMPROVEMENT);
 }
 
-// column j's entry in a row's pattern [first, end) (ascending), walked on from p along ascending j's (a binary search
-// only when j is behind p): the same entry at's search finds
-inline const int *pattern_entry(const int *first, const int *end, const int *&p, int j) {
-    while (p < end && *p < j) p++;
-    if (p == end || *p != j) p = std::lower_bound(first, end, j);
-    return p;
-}
-
 // H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.Hval
 // (its lower triangle on its own entries, w.Hadr and w.Hcol: factor_pattern's before the fill-in), or w.LHt on the
 // tree's pattern when the rows are chains (_hessian; H is symmetric by construction)
@@ -688,7 +690,7 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     const Rows &r = w.r;
     int nv = m.nv;
     const bool tree = r.tree;
-    const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz, *col = m.M_colind;
+    const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz;
     if (!tree && w.Hval.size() < w.Hcol.size()) resize_exact(w.Hval, w.Hcol.size());
     double *H = tree ? w.LHt.data() : w.Hval.data();
     const int *Ladr = w.Hadr.data(), *Lcol = w.Hcol.data();            // H's own entries (w.Hadr, w.Hcol)
@@ -698,6 +700,7 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     };
     std::fill(H, H + (tree ? size_t(tree_nnz(m)) : w.Hcol.size()), 0.0);
     double *g = w.g.data();
+    const int *to = w.Hentry.data();                                   // each sum's entry of H (not a tree: factor_pattern's)
     for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
         if (w.G.size() < size_t(nc) * nc) w.G.resize(size_t(nc) * nc);
@@ -721,28 +724,23 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
             for (int b = 0; b < nc; b++) g[b] = J[n][b];
             for (int a = 0; a < nc; a++) subtract_scaled(G + size_t(a) * nc, g, -(g[a] * D[n]), a + 1);
         }
-        if (any)
-            for (int a = 0; a < nc; a++) {
-                const double *Ga = G + size_t(a) * nc;
-                if (tree) {
-                    for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
-                    continue;
-                }
-                const int *first = Lcol + Ladr[cols[a]], *end = Lcol + Ladr[cols[a] + 1], *p = first;
-                for (int b = 0; b <= a; b++) H[pattern_entry(first, end, p, cols[b]) - Lcol] += Ga[b];
+        for (int a = 0; any && a < nc; a++) {
+            const double *Ga = G + size_t(a) * nc;
+            if (tree) {
+                for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
+                continue;
             }
+            for (int b = 0; b <= a; b++) H[to[b]] += Ga[b];
+            to += a + 1;
+        }
+        if (!any && !tree) to += size_t(nc) * size_t(nc + 1) / 2;
     });
     const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
     if (tree) {
         for (int64_t a = 0; a < tree_nnz(m); a++) H[a] = M[a] + H[a];
     } else {
-        for (int k = 0; k < nv; k++) {                                 // row k's pattern walked along M's ascending
-            const int *first = Lcol + Ladr[k], *end = Lcol + Ladr[k + 1], *p = first;   // columns (at's entries)
-            for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++) {
-                double &h = H[pattern_entry(first, end, p, int(col[a])) - Lcol];
-                h = M[a] + h;
-            }
-        }
+        for (int k = 0; k < nv; k++)                                   // row k's entries, M's columns ascending
+            for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++, to++) H[*to] = M[a] + H[*to];
     }
     for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
         int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
