@@ -139,14 +139,15 @@ inline void island_rows(const Model &m, const Rows &r, const Island &island, Row
     const size_t n = k.size();
     const int *at = k.data();
     out.nv = r.nv, out.nefc = int(n), out.dense = false;
-    std::vector<double> Rows::*per_row[] = {&Rows::frictionloss, &Rows::R, &Rows::D, &Rows::aref};
     for (auto field : {&Rows::pos, &Rows::margin, &Rows::diagA, &Rows::K, &Rows::B, &Rows::imp, &Rows::impP, &Rows::vel})
         (out.*field).clear();                                          // not gathered: left empty, not stale
-    for (auto field : per_row) {                                       // gathered through plain pointers (the
-        (out.*field).resize(n);                                        // vectors' storage is not re-read per entry)
-        double *to = (out.*field).data();
-        const double *from = (r.*field).data();
-        for (size_t c = 0; c < n; c++) to[c] = from[at[c]];
+    // frictionloss, R, D and aref gathered in one pass through plain pointers (the vectors' storage not re-read per entry)
+    out.frictionloss.resize(n), out.R.resize(n), out.D.resize(n), out.aref.resize(n);
+    double *fl = out.frictionloss.data(), *R = out.R.data(), *D = out.D.data(), *aref = out.aref.data();
+    const double *rfl = r.frictionloss.data(), *rR = r.R.data(), *rD = r.D.data(), *raref = r.aref.data();
+    for (size_t c = 0; c < n; c++) {
+        const size_t i = size_t(at[c]);
+        fl[c] = rfl[i], R[c] = rR[i], D[c] = rD[i], aref[c] = raref[i];
     }
     size_t entries = 0;                                                // sized once, then written in place
     for (size_t c = 0; c < n; c++) entries += size_t(r.start[size_t(at[c]) + 1] - r.start[size_t(at[c])]);
@@ -161,7 +162,10 @@ inline void island_rows(const Model &m, const Rows &r, const Island &island, Row
     int *start = out.start.data(), *cols = out.cols.data();
     double *val = out.val.data();
     const int nf_end = r.ne + r.nf, nl_end = nf_end + r.nl;
-    int ne = 0, nf = 0, nl = 0, e = 0;
+    int e = 0;
+    // ne, nf, nl: the island's rows below r.ne, nf_end, nl_end (at ascending)
+    const int ne = int(std::lower_bound(at, at + n, r.ne) - at), nf = int(std::lower_bound(at, at + n, nf_end) - at) - ne;
+    const int nl = int(std::lower_bound(at, at + n, nl_end) - at) - ne - nf;
     // the first group of r starting at or after the island's first row (k ascending: the groups met in order)
     auto group = std::lower_bound(r.group.begin(), r.group.end(), n == 0 ? 0 : at[0]);
     start[0] = 0;
@@ -170,14 +174,15 @@ inline void island_rows(const Model &m, const Rows &r, const Island &island, Row
         while (group != r.group.end() && *group < i) ++group;
         bool first = group != r.group.end() && *group == i;            // a group of r starts at row i
         type[c] = rtype[i], id[c] = rid[i];
-        ne += int(i < r.ne), nf += int(i >= r.ne && i < nf_end), nl += int(i >= nf_end && i < nl_end);
         if (first || c == 0 || at[c - 1] != i - 1) out.group.push_back(int(c));   // a group starts here
         if (rtype[i] >= CONTACT_FRICTIONLESS && rrow[rid[i]] == int64_t(i)) row[rid[i]] = int64_t(c);   // its first row
+        const int a0 = rstart[i], na = rstart[i + 1] - a0;            // its entries: values, then columns
+        for (int a = 0; a < na; a++) val[e + a] = rval[a0 + a];
         if (local)
-            for (int a = rstart[i]; a < rstart[i + 1]; a++) cols[e] = int(local[rcols[a]]), val[e++] = rval[a];
+            for (int a = 0; a < na; a++) cols[e + a] = int(local[rcols[a0 + a]]);
         else
-            for (int a = rstart[i]; a < rstart[i + 1]; a++) cols[e] = rcols[a], val[e++] = rval[a];
-        start[c + 1] = e;
+            for (int a = 0; a < na; a++) cols[e + a] = rcols[a0 + a];
+        e += na, start[c + 1] = e;
     }
     out.ne = ne, out.nf = nf, out.nl = nl;
     out.group.push_back(out.nefc);
