@@ -279,15 +279,27 @@ inline void rows_times(const Rows &r, const double *x, double *y) {
     });
 }
 
+// y += v f0 + v[nc ..] f1 + v[2 nc ..] f2 + v[3 nc ..] f3 over nc entries, each entry's sum in that order (y apart from
+// v: the loop vectorizes, every entry's operations its own)
+inline void add_rows4(double *__restrict y, const double *__restrict v, int nc, double f0, double f1, double f2, double f3) {
+    for (int k = 0; k < nc; k++) y[k] = (((y[k] + v[k] * f0) + v[nc + k] * f1) + v[2 * nc + k] * f2) + v[3 * nc + k] * f3;
+}
+
 // y = J^T f (nv) over the rows' nonzero columns: y_j += J_ij f_i, the rows ascending (a group's four at a time, column
-// by column)
+// by column; a group on consecutive columns, as an island's contacts between free bodies, by add_rows4 on y's entries
+// there, the same sums)
 inline void rows_transpose_times(const Rows &r, const double *f, double *y) {
     for (int j = 0; j < r.nv; j++) y[j] = 0.0;
     const double *val = r.val.data();
     const int *start = r.start.data();
     for_each_group(r, [&](int i, int e, int nc, const int *cols) {
+        const bool consecutive = nc > 0 && cols[nc - 1] - cols[0] == nc - 1;   // (cols ascending)
         for (; i + 4 <= e; i += 4) {
             const double *v = val + start[i], f0 = f[i], f1 = f[i + 1], f2 = f[i + 2], f3 = f[i + 3];
+            if (consecutive) {
+                add_rows4(y + cols[0], v, nc, f0, f1, f2, f3);
+                continue;
+            }
             for (int k = 0; k < nc; k++) {
                 double t = y[cols[k]];
                 t += v[k] * f0, t += v[nc + k] * f1, t += v[2 * nc + k] * f2, t += v[3 * nc + k] * f3;
