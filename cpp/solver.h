@@ -1992,13 +1992,14 @@ inline bool gathers_islands(const Model &m, const ConstraintWork &w) {
     return m.opt_solver != SOLVER_PGS && m.opt_noslip_iterations == 0 && !w.coupled;
 }
 
-// the island's dofs gathered, a workspace for solve_islands: a Model whose nv dofs are the island's in order, M's
+// the island's dofs gathered, a workspace for solve_islands: into mi (a copy of m) the island's nv dofs in order, M's
 // pattern (M_rowadr, M_rownnz, M_colind, dof_parentid) in their island numbers (w.island_*; an island holds whole trees,
 // a dof's ancestors are its island's), and in w.Mt, w.d.qL, w.d.qLinv the island's entries of M, its factor and
 // reciprocal diagonal (every dof's in w.all_*); the island's rows (island_rows) with their columns renumbered into
 // w.r. M's and H's rows of the other dofs are apart from the island's, so that each of the island's entries takes the
 // same operations as on every dof: O(island) per island instead of O(nv)
-inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, const Island &island, bool contacts = true) {
+inline void island_model(const Model &m, ConstraintWork &w, const Rows &all, const Island &island, Model &mi,
+                         bool contacts = true) {
     const size_t n = island.dofs.size();
     w.island_rowadr.resize(n), w.island_rownnz.resize(n), w.island_parent.resize(n);
     w.island_colind.clear();
@@ -2014,12 +2015,10 @@ inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, co
         }
         w.d.qLinv[a] = w.all_qLinv[size_t(j)];
     }
-    Model mi = m;
     mi.nv = int(n), mi.M_rowadr = w.island_rowadr.data(), mi.M_rownnz = w.island_rownnz.data();
     mi.M_colind = w.island_colind.data(), mi.dof_parentid = w.island_parent.data();
     island_rows(m, all, island, w.r, contacts, w.island_local.data());   // its columns in the island's numbers
     w.r.nv = int(n), w.r.tree = chains(mi, w.r);
-    return mi;
 }
 
 // run_solver on each island alone (mj_fwdConstraint with islands; _solve_islands): its rows, its dofs' qfrc_smooth and
@@ -2078,9 +2077,10 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
     w.r.con = std::move(all.con), w.r.contact_mu = std::move(all.contact_mu);   // every island's, not copied per island
     sol = Solution{0, 0.0, true};
     int status = OK;
+    Model mi = m;                                                      // each island's (island_model), copied once
     for (const Island &island : islands) {
         w.layout_slot = size_t(&island - islands.data());             // the island's kept layout of H's factor
-        Model mi = gather ? island_model(m, w, all, island, false) : m;
+        if (gather) island_model(m, w, all, island, mi, false);
         if (!gather) {
             island_rows(m, all, island, w.r, false);
             std::fill(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), 0.0), std::fill(warm.begin(), warm.end(), 0.0);
