@@ -233,7 +233,10 @@ inline FactorLayout &kept_factor_pattern(const Model &m, ConstraintWork &w) {
 // columns, each run one contiguous loop), then is scaled by its pivot's square root. false on a non-positive pivot.
 // A supernode's rows (supernodes) take the rows below it together, each such row read once (subtract_rows), before
 // their own updates among themselves: every entry's subtractions in the same order, the same factor to the bit.
+// A dense pattern (an island of two free bodies in contact) goes by cholesky_dense: the same operations.
+inline bool cholesky_dense(ConstraintWork &w, int n);
 inline bool cholesky(ConstraintWork &w, int n) {
+    if (w.Ladr[size_t(n)] == n * (n + 1) / 2) return cholesky_dense(w, n);   // every row full: the dense lower triangle
     double *L = w.LH.data();
     const double *Hval = w.Hval.data();
     const int *adr = w.Ladr.data(), *col = w.Lcol.data(), *tadr = w.Ltadr.data(), *tent = w.Ltent.data();
@@ -312,6 +315,30 @@ inline bool cholesky(ConstraintWork &w, int n) {
             Li[ni] = d;
         }
         hi = lo - 1;
+    }
+    return true;
+}
+
+// cholesky on a dense pattern (row k's columns 0 .. k at w.Ladr[k] = k (k + 1) / 2): row i gathers H_ij - L_ki L_kj over
+// the rows k > i descending, each row k's entries in one contiguous loop (axpy_run), in w.Lwork's first i + 1 entries
+// (left zero, as cholesky leaves them), then over its pivot's square root: each entry's operations cholesky's, in its
+// order, without its runs' and supernodes' bookkeeping. false on a non-positive pivot.
+inline bool cholesky_dense(ConstraintWork &w, int n) {
+    double *L = w.LH.data(), *row = w.Lwork.data();
+    const double *Hval = w.Hval.data();
+    const int *adr = w.Ladr.data(), *Hadr = w.Hadr.data(), *Hcol = w.Hcol.data();
+    for (int i = n - 1; i >= 0; i--) {
+        for (int a = Hadr[i]; a < Hadr[i + 1]; a++) row[Hcol[a]] = Hval[a];   // (zero elsewhere)
+        for (int k = n - 1; k > i; k--) axpy_run(row, L + adr[k], L[adr[k] + i], i + 1);
+        const double pivot = row[i];
+        if (!(pivot > 0.0)) {
+            std::fill(row, row + i + 1, 0.0);
+            return false;
+        }
+        const double d = std::sqrt(pivot);
+        double *Li = L + adr[i];
+        for (int j = 0; j < i; j++) Li[j] = row[j] / d, row[j] = 0.0;
+        Li[i] = d, row[i] = 0.0;
     }
     return true;
 }
