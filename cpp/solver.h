@@ -359,8 +359,11 @@ template <int B> inline void rows_dot(const double *const *Lr, const int *c, con
 // b, run by run of consecutive columns: contiguous loops, the same operations); same: w.Lsame (L x = y's rows k, k + 1,
 // ... that begin with row k's columns left of k, up to kMaxGroup of them, summed over those columns side by side
 // (rows_dot), then each over the rest of its columns in turn: every row's sum in its own order, the same operations)
+// A dense pattern (an island of two free bodies in contact) goes by cholesky_solve_dense: the same operations.
+inline void cholesky_solve_dense(const double *L, int n, double *b);
 inline void cholesky_solve_factored(const double *L, const int *adr, const int *col, const uint16_t *run, const int *same,
                                     int n, double *b) {
+    if (adr[n] == n * (n + 1) / 2) return cholesky_solve_dense(L, n, b);   // every row full: the dense lower triangle
     const AxpyRun axpy = axpy_runs();
     for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
         const double *Lk = L + adr[k];
@@ -397,6 +400,59 @@ inline void cholesky_solve_factored(const double *L, const int *adr, const int *
             b[k + j] = s / Lj[nj];
         }
         k += B;
+    }
+}
+
+// L x = y's rows k .. k + B - 1 of a dense factor (row i at i (i + 1) / 2), over b: their sums over the columns left of
+// k side by side (B independent chains), then each row's over the columns k .. of the rows before it, in turn; each
+// row's subtractions over its columns ascending, as cholesky_solve_factored's rows_dot and its loop over the rest
+template <int B> inline void dense_rows_solve(const double *L, int k, double *b) {
+    const double *Lr[B];
+    double s[B];
+    for (int j = 0; j < B; j++) Lr[j] = L + size_t(k + j) * size_t(k + j + 1) / 2, s[j] = b[k + j];
+    for (int a = 0; a < k; a++) {                                      // the shared columns 0 .. k - 1, side by side
+        const double x = b[a];
+        for (int j = 0; j < B; j++) s[j] = s[j] - Lr[j][a] * x;
+    }
+    for (int j = 0; j < B; j++) {                                      // then each row's other columns, in turn
+        for (int a = k; a < k + j; a++) s[j] = s[j] - Lr[j][a] * b[a];
+        b[k + j] = s[j] / Lr[j][k + j];
+    }
+}
+
+// cholesky_solve_factored on a dense pattern (row k's columns 0 .. k at k (k + 1) / 2): L^T y = b's rows from the last
+// four at a time (y_k, then y_k-1 from b_k-1 - L_k,k-1 y_k, ..., then b_j's four subtractions in one loop over the
+// columns left of them: each b_j's in the order of the rows, descending), then L x = y's rows four at a time
+// (dense_rows_solve): every entry's operations cholesky_solve_factored's, in its order, without the runs' and column
+// indices' bookkeeping
+inline void cholesky_solve_dense(const double *L, int n, double *b) {
+    auto row = [L](int k) { return L + size_t(k) * size_t(k + 1) / 2; };
+    int k = n - 1;                                                     // L^T y = b
+    for (; k >= 3; k -= 4) {
+        const double *__restrict L0 = row(k), *__restrict L1 = row(k - 1), *__restrict L2 = row(k - 2), *__restrict L3 = row(k - 3);
+        const double y0 = b[k] / L0[k];                                // the four rows' own entries, row after row
+        double b1 = b[k - 1] - L0[k - 1] * y0, b2 = b[k - 2] - L0[k - 2] * y0, b3 = b[k - 3] - L0[k - 3] * y0;
+        const double y1 = b1 / L1[k - 1];
+        b2 = b2 - L1[k - 2] * y1, b3 = b3 - L1[k - 3] * y1;
+        const double y2 = b2 / L2[k - 2];
+        b3 = b3 - L2[k - 3] * y2;
+        const double y3 = b3 / L3[k - 3];
+        b[k] = y0, b[k - 1] = y1, b[k - 2] = y2, b[k - 3] = y3;
+        double *__restrict bj = b;                                     // then the columns left of them
+        for (int j = 0; j < k - 3; j++) bj[j] = (((bj[j] - L0[j] * y0) - L1[j] * y1) - L2[j] * y2) - L3[j] * y3;
+    }
+    for (; k >= 0; k--) {                                              // the first rows, one at a time
+        const double *Lk = row(k), y = b[k] / Lk[k];
+        b[k] = y;
+        axpy_run(b, Lk, y, k);
+    }
+    k = 0;                                                             // L x = y
+    for (; k + 4 <= n; k += 4) dense_rows_solve<4>(L, k, b);
+    switch (n - k) {
+        case 3: dense_rows_solve<3>(L, k, b); break;
+        case 2: dense_rows_solve<2>(L, k, b); break;
+        case 1: dense_rows_solve<1>(L, k, b); break;
+        default: break;
     }
 }
 
