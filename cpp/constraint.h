@@ -104,6 +104,9 @@ struct ConstraintWork {
     CollisionWork col;                              // MuJoCo's body frames (equalities' anchors, welds' quaternions), contacts
     std::vector<char> mark;
     std::vector<int> cols;                          // a contact's columns (nv) and its two chains' (nv after them)
+    // each dof's chain when it is consecutive dofs from a root (a free joint's, a root link's: root_first[j] .. j, each
+    // dof's parent the one before it), its first dof; else -1
+    std::vector<int> root_first;
     // the solver: M (nv x nv, crb's; inverse.h makes it on first use); M on the tree's pattern (Mt: the model's sparse
     // layout of M, forward.h; entry (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1),
     // its factor in d.qL, d.qLinv;
@@ -228,6 +231,11 @@ struct ConstraintWork {
         acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(2 * V);
+        root_first.resize(V);
+        for (int j = 0; j < m.nv; j++) {
+            int64_t p = m.dof_parentid[j];
+            root_first[size_t(j)] = p < 0 ? j : p == j - 1 ? root_first[size_t(p)] : -1;
+        }
         for (auto *x : {&Mt, &LHt}) x->resize(size_t(tree_nnz(m)));
         g.resize(V), xt.resize(V), LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
@@ -888,72 +896,88 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     int64_t nc = r.con.n;
     r.contact_row.assign(size_t(nc), -1), r.contact_mu.assign(size_t(nc), 0.0);
     char *mark = w.mark.data();
+    const int *root_first = w.root_first.data();
     for (int64_t c = 0; c < nc; c++) {
         int64_t b1 = con.body1(c), b2 = con.body2(c), dim = con.dim(c);
         const double *p = con.pos(c), *frame = con.frame(c), *mu = con.friction(c);
         int64_t e1 = chain_end(m, b1), e2 = chain_end(m, b2);
-        for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] |= 1;
-        for (int64_t j = e2; j >= 0; j = m.dof_parentid[j]) mark[j] |= 2;
-        bool moves = false;                                            // a dof moves one body but not the other
-        for (int64_t j = e1; j >= 0 && !moves; j = m.dof_parentid[j]) moves = mark[j] != 3;
-        for (int64_t j = e2; j >= 0 && !moves; j = m.dof_parentid[j]) moves = mark[j] != 3;
-        if (moves) {
-            // the columns of the dofs that move one body only, ascending; Jd = J2 - J1 there ((Jp; Jr) per column)
-            int *cols = w.cols.data(), n = merged_chains(m, mark, e1, e2, cols, cols + nv);
-            double *Jd = w.Jd.data(), r1[3] = {0, 0, 0}, r2[3] = {0, 0, 0};
+        // the columns of the dofs that move one body only, ascending (n: none, no rows); Jd = J2 - J1 there ((Jp; Jr)
+        // per column, point_jacobians' column j: -J1's on body 1's chain, J2's on body 2's)
+        int *cols = w.cols.data(), n = 0;
+        double *Jd = w.Jd.data(), r1[3] = {0, 0, 0}, r2[3] = {0, 0, 0};
+        auto column = [&](int k, int j, bool second) {
+            double *col = Jd + 6 * k;
+            jacobian_column(d, j, second ? r2 : r1, col);
+            if (!second)                                               // J2 - J1 with J2 = 0 there
+                for (int a = 0; a < 6; a++) col[a] = 0.0 - col[a];
+        };
+        int first1 = e1 >= 0 ? root_first[e1] : 0, first2 = e2 >= 0 ? root_first[e2] : 0;
+        if (first1 >= 0 && first2 >= 0 && (e1 < 0 || e2 < 0 || first1 != first2)) {
+            // two chains of consecutive dofs from different roots (or the world): disjoint, the lower one's first
+            int n1 = int(e1) + 1 - first1, n2 = int(e2) + 1 - first2;   // (0 for the world: e -1, first 0)
+            n = n1 + n2;
+            if (n == 0) continue;
             world_offset(m, d, b1, p, r1), world_offset(m, d, b2, p, r2);
-            for (int k = 0; k < n; k++) {
-                int j = cols[k];
-                double *col = Jd + 6 * k;
-                jacobian_column(d, j, mark[j] == 2 ? r2 : r1, col);   // point_jacobians' column j
-                if (mark[j] == 1)                                      // J2 - J1 with J2 = 0 there
-                    for (int a = 0; a < 6; a++) col[a] = 0.0 - col[a];
+            int at1 = n2 > 0 && first2 < first1 ? n2 : 0, at2 = at1 > 0 ? 0 : n1;
+            for (int k = 0; k < n1; k++) cols[at1 + k] = first1 + k, column(at1 + k, first1 + k, false);
+            for (int k = 0; k < n2; k++) cols[at2 + k] = first2 + k, column(at2 + k, first2 + k, true);
+        } else {
+            for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] |= 1;
+            for (int64_t j = e2; j >= 0; j = m.dof_parentid[j]) mark[j] |= 2;
+            bool moves = false;                                        // a dof moves one body but not the other
+            for (int64_t j = e1; j >= 0 && !moves; j = m.dof_parentid[j]) moves = mark[j] != 3;
+            for (int64_t j = e2; j >= 0 && !moves; j = m.dof_parentid[j]) moves = mark[j] != 3;
+            if (moves) {
+                n = merged_chains(m, mark, e1, e2, cols, cols + nv);
+                world_offset(m, d, b1, p, r1), world_offset(m, d, b2, p, r2);
+                for (int k = 0; k < n; k++) column(k, cols[k], mark[cols[k]] == 2);
             }
-            double tran = 0.0, rot = 0.0;
-            for (int64_t b : {b1, b2})
-                if (b >= 0) tran += bw[2 * b], rot += bw[2 * b + 1];
-            double dist = con.dist(c), margin = con.includemargin(c);
-            r.contact_row[size_t(c)] = r.nefc;
-            // jac (dim, n): the frame's rows on the translation (1 or 3), then on the rotation (dim 4: 1, dim 6: 3)
-            double *jac = w.J1.data();
-            int nt = dim > 1 ? 3 : 1, nr = dim > 3 ? int(dim) - 3 : 0;
-            for (int k = 0; k < nt + nr; k++) {
-                const double *f = frame + 3 * (k < nt ? k : k - nt);
-                int o = k < nt ? 0 : 3;
-                for (int i = 0; i < n; i++) jac[k * n + i] = f[0] * Jd[6 * i + o] + f[1] * Jd[6 * i + o + 1] + f[2] * Jd[6 * i + o + 2];
-            }
-            // each block's entries on its columns (compact, n per row) to add; its dense rows written only when J
-            // is returned (r.dense)
-            if (dim == 1) {
-                double *J = next_rows(r, 1, true);
-                if (r.dense)
-                    for (int i = 0; i < n; i++) J[cols[i]] = jac[i];
-                add(r, 1, &dist, &margin, 0.0, CONTACT_FRICTIONLESS, c, &tran, cols, n, jac);
-            } else if (!m.opt_elliptic) {
-                double *pair = w.J2.data();                            // a pyramid's two edges (2 x n)
-                for (int k = 1; k < dim; k++) {
-                    double *J = next_rows(r, 2, true), dists[2] = {dist, dist}, margins[2] = {margin, margin};
-                    for (int i = 0; i < n; i++) {
-                        pair[i] = jac[i] + mu[k - 1] * jac[k * n + i];
-                        pair[n + i] = jac[i] - mu[k - 1] * jac[k * n + i];
-                    }
-                    if (r.dense)
-                        for (int i = 0; i < n; i++) J[cols[i]] = pair[i], J[nv + cols[i]] = pair[n + i];
-                    double dA = tran + mu[k - 1] * mu[k - 1] * (k - 1 < 2 ? tran : rot), dAs[2] = {dA, dA};
-                    add(r, 2, dists, margins, 0.0, CONTACT_PYRAMIDAL, c, dAs, cols, n, pair);
-                }
-            } else {
-                double dists[6] = {dist, 0, 0, 0, 0, 0}, margins[6] = {margin, 0, 0, 0, 0, 0}, dA[6];
-                for (int j = 0; j < dim; j++) dA[j] = j < 3 ? tran : rot;
-                double *J = next_rows(r, int(dim), true);
-                if (r.dense)
-                    for (int k = 0; k < dim; k++)
-                        for (int i = 0; i < n; i++) J[k * nv + cols[i]] = jac[k * n + i];
-                add(r, int(dim), dists, margins, 0.0, CONTACT_ELLIPTIC, c, dA, cols, n, jac);
-            }
+            for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;
+            for (int64_t j = e2; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;
+            if (n == 0) continue;
         }
-        for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;
-        for (int64_t j = e2; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;
+        double tran = 0.0, rot = 0.0;
+        for (int64_t b : {b1, b2})
+            if (b >= 0) tran += bw[2 * b], rot += bw[2 * b + 1];
+        double dist = con.dist(c), margin = con.includemargin(c);
+        r.contact_row[size_t(c)] = r.nefc;
+        // jac (dim, n): the frame's rows on the translation (1 or 3), then on the rotation (dim 4: 1, dim 6: 3)
+        double *jac = w.J1.data();
+        int nt = dim > 1 ? 3 : 1, nr = dim > 3 ? int(dim) - 3 : 0;
+        for (int k = 0; k < nt + nr; k++) {
+            const double *f = frame + 3 * (k < nt ? k : k - nt);
+            int o = k < nt ? 0 : 3;
+            for (int i = 0; i < n; i++) jac[k * n + i] = f[0] * Jd[6 * i + o] + f[1] * Jd[6 * i + o + 1] + f[2] * Jd[6 * i + o + 2];
+        }
+        // each block's entries on its columns (compact, n per row) to add; its dense rows written only when J
+        // is returned (r.dense)
+        if (dim == 1) {
+            double *J = next_rows(r, 1, true);
+            if (r.dense)
+                for (int i = 0; i < n; i++) J[cols[i]] = jac[i];
+            add(r, 1, &dist, &margin, 0.0, CONTACT_FRICTIONLESS, c, &tran, cols, n, jac);
+        } else if (!m.opt_elliptic) {
+            double *pair = w.J2.data();                                // a pyramid's two edges (2 x n)
+            for (int k = 1; k < dim; k++) {
+                double *J = next_rows(r, 2, true), dists[2] = {dist, dist}, margins[2] = {margin, margin};
+                for (int i = 0; i < n; i++) {
+                    pair[i] = jac[i] + mu[k - 1] * jac[k * n + i];
+                    pair[n + i] = jac[i] - mu[k - 1] * jac[k * n + i];
+                }
+                if (r.dense)
+                    for (int i = 0; i < n; i++) J[cols[i]] = pair[i], J[nv + cols[i]] = pair[n + i];
+                double dA = tran + mu[k - 1] * mu[k - 1] * (k - 1 < 2 ? tran : rot), dAs[2] = {dA, dA};
+                add(r, 2, dists, margins, 0.0, CONTACT_PYRAMIDAL, c, dAs, cols, n, pair);
+            }
+        } else {
+            double dists[6] = {dist, 0, 0, 0, 0, 0}, margins[6] = {margin, 0, 0, 0, 0, 0}, dA[6];
+            for (int j = 0; j < dim; j++) dA[j] = j < 3 ? tran : rot;
+            double *J = next_rows(r, int(dim), true);
+            if (r.dense)
+                for (int k = 0; k < dim; k++)
+                    for (int i = 0; i < n; i++) J[k * nv + cols[i]] = jac[k * n + i];
+            add(r, int(dim), dists, margins, 0.0, CONTACT_ELLIPTIC, c, dA, cols, n, jac);
+        }
     }
     r.group.push_back(r.nefc);
     r.tree = chains(m, r);
