@@ -804,6 +804,18 @@ inline int merged_chains(const Model &m, const char *mark, int64_t e1, int64_t e
     return n;
 }
 
+// out = f0 x + f1 y + f2 z over n entries, each entry's sum in that order (out apart from x, y, z: the loop vectorizes)
+inline void combine3(double *__restrict out, const double *__restrict x, const double *__restrict y,
+                     const double *__restrict z, double f0, double f1, double f2, int n) {
+    for (int i = 0; i < n; i++) out[i] = f0 * x[i] + f1 * y[i] + f2 * z[i];
+}
+
+// a pyramid's two edges over n entries: plus = normal + mu tangent, minus = normal - mu tangent (apart: the loop vectorizes)
+inline void pyramid_edges(double *__restrict plus, double *__restrict minus, const double *__restrict normal,
+                          const double *__restrict tangent, double mu, int n) {
+    for (int i = 0; i < n; i++) plus[i] = normal[i] + mu * tangent[i], minus[i] = normal[i] - mu * tangent[i];
+}
+
 // the constraint rows of the state (q, qd) whose velocity stages w.d holds (or *w.stages), with the contacts con, in
 // MuJoCo's order, with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when
 // dense (else its compressed rows alone); the caller checks the model has no constraint physai does not model.
@@ -902,14 +914,15 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
         const double *p = con.pos(c), *frame = con.frame(c), *mu = con.friction(c);
         int64_t e1 = chain_end(m, b1), e2 = chain_end(m, b2);
         // the columns of the dofs that move one body only, ascending (n: none, no rows); Jd = J2 - J1 there ((Jp; Jr)
-        // per column, point_jacobians' column j: -J1's on body 1's chain, J2's on body 2's)
+        // (6, n) row by row, point_jacobians' column j: -J1's on body 1's chain, J2's on body 2's)
         int *cols = w.cols.data(), n = 0;
         double *Jd = w.Jd.data(), r1[3] = {0, 0, 0}, r2[3] = {0, 0, 0};
         auto column = [&](int k, int j, bool second) {
-            double *col = Jd + 6 * k;
+            double col[6];
             jacobian_column(d, j, second ? r2 : r1, col);
             if (!second)                                               // J2 - J1 with J2 = 0 there
                 for (int a = 0; a < 6; a++) col[a] = 0.0 - col[a];
+            for (int a = 0; a < 6; a++) Jd[a * n + k] = col[a];
         };
         int first1 = e1 >= 0 ? root_first[e1] : 0, first2 = e2 >= 0 ? root_first[e2] : 0;
         if (first1 >= 0 && first2 >= 0 && (e1 < 0 || e2 < 0 || first1 != first2)) {
@@ -945,9 +958,8 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
         double *jac = w.J1.data();
         int nt = dim > 1 ? 3 : 1, nr = dim > 3 ? int(dim) - 3 : 0;
         for (int k = 0; k < nt + nr; k++) {
-            const double *f = frame + 3 * (k < nt ? k : k - nt);
-            int o = k < nt ? 0 : 3;
-            for (int i = 0; i < n; i++) jac[k * n + i] = f[0] * Jd[6 * i + o] + f[1] * Jd[6 * i + o + 1] + f[2] * Jd[6 * i + o + 2];
+            const double *f = frame + 3 * (k < nt ? k : k - nt), *x = Jd + (k < nt ? 0 : 3) * n;
+            combine3(jac + k * n, x, x + n, x + 2 * n, f[0], f[1], f[2], n);
         }
         // each block's entries on its columns (compact, n per row) to add; its dense rows written only when J
         // is returned (r.dense)
@@ -960,10 +972,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
             double *pair = w.J2.data();                                // a pyramid's two edges (2 x n)
             for (int k = 1; k < dim; k++) {
                 double *J = next_rows(r, 2, true), dists[2] = {dist, dist}, margins[2] = {margin, margin};
-                for (int i = 0; i < n; i++) {
-                    pair[i] = jac[i] + mu[k - 1] * jac[k * n + i];
-                    pair[n + i] = jac[i] - mu[k - 1] * jac[k * n + i];
-                }
+                pyramid_edges(pair, pair + n, jac, jac + k * n, mu[k - 1], n);
                 if (r.dense)
                     for (int i = 0; i < n; i++) J[cols[i]] = pair[i], J[nv + cols[i]] = pair[n + i];
                 double dA = tran + mu[k - 1] * mu[k - 1] * (k - 1 < 2 ? tran : rot), dAs[2] = {dA, dA};
