@@ -416,7 +416,7 @@ inline bool add(Rows &r, int n, const double *pos, const double *margin, double 
     int *cols = r.cols.data();
     for (int i = 0; i < n; i++) {
         if (given)
-            for (int k = 0; k < ncols; k++) cols[at++] = given[k];
+            std::copy(given, given + ncols, cols + at), at += ncols;
         else
             for (int j = 0; j < nv; j++)
                 if (J[size_t(i) * nv + j] != 0.0) cols[at++] = j;
@@ -430,11 +430,11 @@ inline bool add(Rows &r, int n, const double *pos, const double *margin, double 
         if (zero) at = first;
     }
     if (kind < CONTACT_FRICTIONLESS && at == first) return false;
-    for (int i = 0; i < n; i++) {                                      // a new group unless on the previous row's columns
-        size_t k = size_t(r.nefc + i);
+    for (int i = 0; i < n && !(given && i > 0); i++) {                 // a new group unless on the previous row's columns
+        size_t k = size_t(r.nefc + i);                                 // (a given block's later rows: on its first's)
         int a = r.start[k], e = r.start[k + 1], p = k > 0 ? r.start[k - 1] : 0;
-        bool same = k > 0 && e - a == a - p && (e == a || cols[e - 1] == cols[a - 1]);
-        for (int u = a; u < e - 1 && same && !(given && i > 0); u++) same = cols[u] == cols[p + u - a];
+        bool same = k > 0 && e - a == a - p &&
+                    (e == a || (cols[e - 1] == cols[a - 1] && std::equal(cols + a, cols + e - 1, cols + p)));
         if (!same) r.group.push_back(int(k));
     }
     for (int i = 0; i < n; i++) {
