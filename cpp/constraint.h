@@ -694,6 +694,17 @@ inline void discrete_row(const Model &m, Rows &r, int j, const double *ref, doub
     r.R[k] = std::max(MINVAL, std::max((1 - r.imp[k]) / (r.imp[k] * s), (1 - MAXIMP) / MAXIMP) * r.diagA[k]);
 }
 
+// a row's spring K and damper B from its (solref, solimp): standard K = 1 / (dwidth tc dampratio)^2, B = 2 / (dwidth tc);
+// direct K = -solref[0] / dwidth^2, B = -solref[1] / dwidth
+inline double stiffness(const double *ref, const double *solimp) {
+    return ref[0] > 0 ? 1 / std::max(MINVAL, solimp[1] * solimp[1] * ref[0] * ref[0] * ref[1] * ref[1])
+                      : -ref[0] / std::max(MINVAL, solimp[1] * solimp[1]);
+}
+
+inline double damping(const double *ref, const double *solimp) {
+    return ref[1] > 0 ? 2 / std::max(MINVAL, solimp[1] * ref[0]) : -ref[1] / std::max(MINVAL, solimp[1]);
+}
+
 // R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts (_impedance);
 // discrete_h > 0 [s]: the discrete integrator's rows (refsafe's resolved springs, R / s capped at MAXIMP)
 inline void impedance_all(const Model &m, Rows &r, double discrete_h = 0) {
@@ -703,18 +714,18 @@ inline void impedance_all(const Model &m, Rows &r, double discrete_h = 0) {
         solver_parameters(m, r, i, ref, reffric, solimp, discrete_h > 0);
         int dim = block(m, r, i, pos);
         double imp = impedance(solimp, pos, r.margin[size_t(i)], impP);
+        // the block's spring K and damper B from ref, the same numbers for each of its rows (an elliptic cone's
+        // friction rows: B from reffric when it is given, no spring)
+        double K = stiffness(ref, solimp), B = damping(ref, solimp);
+        bool reffric_given = reffric[0] != 0 || reffric[1] != 0;
         for (int j = i; j < i + dim; j++) {
             size_t k = size_t(j);
-            r.R[k] = std::max(MINVAL, (1 - imp) * r.diagA[k] / imp);
+            if (j == i || r.type[k] != CONTACT_PYRAMIDAL)              // (a pyramid's later rows: R set below)
+                r.R[k] = std::max(MINVAL, (1 - imp) * r.diagA[k] / imp);
             bool elliptic_friction = r.type[k] == CONTACT_ELLIPTIC && j > i;
-            const double *use = elliptic_friction && (reffric[0] != 0 || reffric[1] != 0) ? reffric : ref;
-            if (r.type[k] == FRICTION_DOF || r.type[k] == FRICTION_TENDON || elliptic_friction)
-                r.K[k] = 0.0;                                          // friction: no spring
-            else if (use[0] > 0)                                       // standard: K = 1 / (dwidth tc dampratio)^2
-                r.K[k] = 1 / std::max(MINVAL, solimp[1] * solimp[1] * use[0] * use[0] * use[1] * use[1]);
-            else                                                       // direct: K = -solref[0] / dwidth^2
-                r.K[k] = -use[0] / std::max(MINVAL, solimp[1] * solimp[1]);
-            r.B[k] = use[1] > 0 ? 2 / std::max(MINVAL, solimp[1] * use[0]) : -use[1] / std::max(MINVAL, solimp[1]);
+            bool friction = r.type[k] == FRICTION_DOF || r.type[k] == FRICTION_TENDON || elliptic_friction;
+            r.K[k] = friction ? 0.0 : K;                               // friction: no spring
+            r.B[k] = elliptic_friction && reffric_given ? damping(reffric, solimp) : B;
             r.imp[k] = imp, r.impP[k] = impP;
             if (discrete_h > 0) discrete_row(m, r, j, ref, discrete_h);
         }
