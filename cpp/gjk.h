@@ -724,9 +724,9 @@ inline int epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
             break;
         }
         if (polytopes) {                                                // a vertex seen before
-            bool seen = false;
-            for (size_t i = 0; i + 1 < pt.verts.size(); i++)
-                seen = seen || (pt.verts[i].index1 == w.index1 && pt.verts[i].index2 == w.index2);
+            bool seen = false;                                          // the first match ends the search
+            for (size_t i = 0; i + 1 < pt.verts.size() && !seen; i++)
+                seen = pt.verts[i].index1 == w.index1 && pt.verts[i].index2 == w.index2;
             if (seen) break;
         }
         horizon(pt, f, w.vert);
