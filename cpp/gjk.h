@@ -137,18 +137,22 @@ inline V3 lincomb(const Weights &coef, const Points &p) {
 }
 
 // the origin projected on the plane of v1 v2 v3; false for a degenerate triangle
+// (C++: each later normal and the edge d31 computed only when the earlier normal does not settle it, the same values)
 inline bool project_origin_plane(const V3 &v1, const V3 &v2, const V3 &v3, V3 &res) {
-    V3 d21 = v2 - v1, d31 = v3 - v1, d32 = v3 - v2;
-    const V3 ns[2] = {cross3(d32, d21), cross3(d21, d31)};
-    const V3 *vs[2] = {&v2, &v1};
-    for (int k = 0; k < 2; k++) {
-        double nv = dot3(ns[k], *vs[k]), nn = dot3(ns[k], ns[k]);
-        if (nn == 0) return false;
-        if (nv != 0 && nn > GJK_MINVAL) {
-            res = ns[k] * (nv / nn);
-            return true;
-        }
-    }
+    V3 d21 = v2 - v1, d32 = v3 - v2;
+    auto settles = [&res](const V3 &n, const V3 &v, bool &degenerate) {   // n <n, v> / <n, n> when well conditioned
+        double nv = dot3(n, v), nn = dot3(n, n);
+        degenerate = nn == 0;
+        if (degenerate || !(nv != 0 && nn > GJK_MINVAL)) return false;
+        res = n * (nv / nn);
+        return true;
+    };
+    bool degenerate;
+    if (settles(cross3(d32, d21), v2, degenerate)) return true;
+    if (degenerate) return false;
+    V3 d31 = v3 - v1;
+    if (settles(cross3(d21, d31), v1, degenerate)) return true;
+    if (degenerate) return false;
     V3 n = cross3(d31, d32);
     res = n * div(dot3(n, v3), dot3(n, n));
     return true;
