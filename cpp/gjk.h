@@ -380,13 +380,14 @@ inline double distance_lower_bound(CcdObject &o1, CcdObject &o2, double cutoff, 
 
 // ---------------------------------------------------------------- EPA
 
-// a triangle of the polytope (gjk.Face)
+// a triangle of the polytope (gjk.Face); made unset (C++: attach_face sets every field, no zeroing first)
 struct Face {
     int v[3];
     int adj[3];
-    V3 proj{};
-    double dist2 = 0.0;
-    int index = -1;
+    V3 proj;
+    double dist2;
+    int index;
+    Face() {}
 };
 
 // EPA's polytope (gjk.Polytope)
@@ -411,9 +412,10 @@ inline double attach_face(Polytope &pt, int v1, int v2, int v3, int adj1, int ad
     // filled in its place (C++: a face built aside and then copied stalled on the forwarding of its own stores)
     Face &face = pt.faces.emplace_back();
     face.v[0] = v1, face.v[1] = v2, face.v[2] = v3, face.adj[0] = adj1, face.adj[1] = adj2, face.adj[2] = adj3;
+    face.index = -1;
     V3 v;
     bool ok = project_origin_plane(pt.verts[size_t(v3)].vert, pt.verts[size_t(v2)].vert, pt.verts[size_t(v1)].vert, v);
-    if (!ok) return 0.0;
+    if (!ok) return face.proj = V3{}, face.dist2 = 0.0;                 // degenerate: no projection
     if (dot3(v, pt.verts[size_t(v1)].vert - pt.center) < 0) v = -v;    // point it out of the polytope
     face.proj = v, face.dist2 = dot3(v, v);
     return face.dist2;
