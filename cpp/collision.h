@@ -477,17 +477,21 @@ inline void collide_pair(const Model &m, CollisionWork &w, int64_t k, int64_t g1
         w.hfield = hfield_of(m, m.geom_dataid[g1]), pair.hfield1 = &w.hfield;
     }
     fn(pair, w.found);
+    size_t kept = 0;                                                  // the rows of the pair's contacts made at once
+    for (const PreContact &c : w.found) kept += !(c.dist >= margin);   // (C++: one resize per pair, not per contact)
+    if (!kept) return;
+    size_t at = w.f.size();
+    w.f.resize(at + kept * CONTACT_FLOATS);
+    double *f = w.f.data() + at;
     for (const PreContact &c : w.found) {
         if (c.dist >= margin) continue;                               // MuJoCo's exclude: in the gap
-        size_t at = w.f.size();
-        w.f.resize(at + CONTACT_FLOATS);
-        double *f = &w.f[at];
         for (int a = 0; a < 3; a++) f[a] = c.pos[a];
         make_frame(c.normal, c.tangent, f + 3);
         f[12] = c.dist, f[13] = margin;
         for (int a = 0; a < 14; a++) f[14 + a] = param[2 + a];
         w.i.push_back(m.cand_dim[k]), w.i.push_back(m.geom_bodyid[g1]), w.i.push_back(m.geom_bodyid[g2]);
         w.cand.push_back(k);
+        f += CONTACT_FLOATS;
     }
 }
 
