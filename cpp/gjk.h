@@ -642,6 +642,9 @@ inline void delete_face(Polytope &pt, int f) {
     face.index = -2;
 }
 
+// a triangle's next corner or edge ((i + 1) % 3 without a division)
+constexpr int NEXT3[5] = {1, 2, 0, 1, 2};
+
 // the edge of face that starts at vertex
 inline int edge_of(const Face &face, int vertex) { return face.v[0] == vertex ? 0 : face.v[1] == vertex ? 1 : 2; }
 
@@ -651,9 +654,9 @@ inline bool horizon_from(Polytope &pt, int f, int e, const V3 &w) {
     if (dot3(face.proj, w) - face.dist2 <= GJK_MINVAL) return false;
     delete_face(pt, f);
     for (int k = 1; k < 3; k++) {
-        int i = (e + k) % 3, adj = face.adj[i];
+        int i = NEXT3[e + k - 1], adj = face.adj[i];                 // (e + k) % 3
         if (pt.faces[size_t(adj)].index > -2) {
-            int adj_edge = edge_of(pt.faces[size_t(adj)], face.v[(i + 1) % 3]);
+            int adj_edge = edge_of(pt.faces[size_t(adj)], face.v[NEXT3[i]]);
             if (!horizon_from(pt, adj, adj_edge, w)) pt.horizon.push_back({adj, adj_edge});
         }
     }
@@ -666,7 +669,7 @@ inline void horizon(Polytope &pt, int f, const V3 &w) {
     const Face &face = pt.faces[size_t(f)];                             // no face is added while the horizon is found
     for (int i = 0; i < 3; i++) {
         int adj = face.adj[i];
-        int adj_edge = edge_of(pt.faces[size_t(adj)], face.v[(i + 1) % 3]);
+        int adj_edge = edge_of(pt.faces[size_t(adj)], face.v[NEXT3[i]]);
         if ((i == 0 || pt.faces[size_t(adj)].index > -2) && !horizon_from(pt, adj, adj_edge, w))
             pt.horizon.push_back({adj, adj_edge});
     }
@@ -686,7 +689,7 @@ inline bool join(Polytope &pt, int wi, double lower2, double upper2) {
     int nfaces = int(pt.faces.size()), nedges = int(pt.horizon.size());
     for (int i = 0; i < nedges; i++) {
         int h = pt.horizon[size_t(i)][0], e = pt.horizon[size_t(i)][1];
-        int v1 = pt.faces[size_t(h)].v[e], v2 = pt.faces[size_t(h)].v[(e + 1) % 3];
+        int v1 = pt.faces[size_t(h)].v[e], v2 = pt.faces[size_t(h)].v[NEXT3[e]];
         int cur = nfaces + i;
         pt.faces[size_t(h)].adj[e] = cur;
         int previous = i == 0 ? nfaces + nedges - 1 : cur - 1;
