@@ -294,8 +294,9 @@ struct StepDerivativeCall {
 };
 
 // the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
-// qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
-// warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
+// qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each; qfrc
+// null: a step that reads qacc alone, qfrc_constraint not formed); the warm start kept in ctx is replaced by qacc when
+// update_warm (the last stage of a step); a Status
 // the discrete step's part of a constrained solve (forward.discrete): its h [s], M's diagonal before M + h B + h^2 K
 // (nv; M itself is the step's factored metric then), out the dofs the rows move (nv); the tendons' and actuators' terms
 // C = h Bc + h^2 Kc of the metric (nv x nv, dense; null: none) and out the relative residual of a smooth solve in it

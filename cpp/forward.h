@@ -141,8 +141,8 @@ template <class T> void free_block(const Model &m, const T *M, int64_t k, T *B) 
 // the steppers' constraint context for number type T: Constrain for one state, LaneConstrain for lanes
 template <class T> using ConstrainFor = std::conditional_t<std::is_same_v<T, double>, Constrain, LaneConstrain>;
 
-// Constrain::accel at a stage (not the discrete step's): the solver's qacc and qfrc_constraint at (q, qd) with the
-// velocity stages in w.d, M (tree's pattern) and f; OK or the solver's status
+// Constrain::accel at a stage (not the discrete step's): the solver's qacc and qfrc_constraint (qfrc null: not formed)
+// at (q, qd) with the velocity stages in w.d, M (tree's pattern) and f; OK or the solver's status
 inline int constrained_solve(const Model &, const Constrain &con, SimData<double> &w, const double *q, const double *qd,
                              const double *M, const double *f, double *qacc, double *qfrc, bool update_warm) {
     return con.accel(con.ctx, w.d, q, qd, M, f, qacc, qfrc, update_warm, nullptr, nullptr);
@@ -154,7 +154,7 @@ inline int constrained_solve(const Model &, const Constrain &con, SimData<double
 // posing them one state at a time: Data::body_posed), state, M, f and factor taken apart into its own copies
 // (lanes_apart), then each lane's state in turn through
 // its trajectory's Constrain::accel with its lane of the factor (the rows and the solver differ per state), its qacc
-// and qfrc back into the lane; with Constrain::begin (not observed) the lanes' PGS solves are set up in turn, run
+// and qfrc (when asked) back into the lane; with Constrain::begin (not observed) the lanes' PGS solves are set up in turn, run
 // together (Constrain::together: their sweeps interleaved) and ended in lane order (Constrain::finish). The first
 // status that is not OK
 template <class L> int constrained_solve(const Model &m, const LaneConstrain &con, SimData<L> &w, const L *q, const L *qd,
@@ -198,7 +198,10 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
     }
     auto back = [&](int64_t l) {                                       // lane l's qacc, qfrc into the lanes repeating it
         for (int64_t k = l; k < (l == count - 1 ? int64_t(lanes_of<L>) : l + 1); k++)
-            for (size_t j = 0; j < nv; j++) qacc[j][k] = con.qacc[j], qfrc[j][k] = con.qfrc[j];
+            for (size_t j = 0; j < nv; j++) {
+                qacc[j][k] = con.qacc[j];
+                if (qfrc) qfrc[j][k] = con.qfrc[j];
+            }
     };
     int64_t pending[BLOCK];                                            // the lanes whose PGS solves wait (Constrain::begin)
     void *ctx[BLOCK];
@@ -217,7 +220,7 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         // observed: each lane's solve whole (its observed fields read con.one as taken above)
         auto accel = c.begin && !con.one ? c.begin : c.accel;
         int st = accel(c.ctx, con.d[a], con.q.data() + a * nq, con.qd.data() + a * nv, con.M.data() + a * nM,
-                       con.f.data() + a * nv, con.qacc.data(), con.qfrc.data(), update_warm, nullptr,
+                       con.f.data() + a * nv, con.qacc.data(), qfrc ? con.qfrc.data() : nullptr, update_warm, nullptr,
                        factored ? con.factor.data() + a * (nM + nv) : nullptr);
         if (st == PGS_PENDING && accel == c.begin) {
             pending[np] = l, ctx[np++] = c.ctx;
@@ -231,7 +234,7 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         const int64_t l = pending[p];
         const size_t a = size_t(l);
         int st = con.lane[l].finish(ctx[p], con.d[a], con.q.data() + a * nq, con.qd.data() + a * nv, con.qacc.data(),
-                                    con.qfrc.data(), update_warm);
+                                    qfrc ? con.qfrc.data() : nullptr, update_warm);
         if (st != OK) return st;
         back(l);
     }
@@ -575,9 +578,11 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
 
 // a single-step integrator's start at (q, qd) (forward.single_step_start): M and f (evaluate), DIVERGED when they are no
 // longer finite (the state ran away), the start state's energy into e, and rhs = f; with constraints (con, double only)
-// the solver's qacc into w.a and rhs = f + qfrc_constraint, constrained true. OK, ZERO_QUATERNION or the solver's status
+// the solver's qacc into w.a and rhs = f + qfrc_constraint, constrained true; with_rhs false: a constrained step that
+// reads its qacc alone (euler's without implicit damping), so neither qfrc_constraint nor rhs is formed. OK,
+// ZERO_QUATERNION or the solver's status
 template <class T> int single_step_start(const Model &m, const Actuators &act, SimData<T> &w, const T *q, const T *qd, T &e,
-                                         const ConstrainFor<T> *con, bool &constrained) {
+                                         const ConstrainFor<T> *con, bool &constrained, bool with_rhs = true) {
     int nv = m.nv;
     T *M = w.M.data(), *f = w.f.data(), *rhs = w.rhs.data(), pot;
     if (evaluate(m, act, w.d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
@@ -586,9 +591,10 @@ template <class T> int single_step_start(const Model &m, const Actuators &act, S
     for (int j = 0; j < nv; j++) rhs[j] = f[j];
     constrained = false;
     if (con) {                                                         // the constrained solve: qacc, f + qfrc_constraint
-        int st = constrained_solve(m, *con, w, q, qd, M, f, w.a.data(), w.qfrc.data(), true);
+        int st = constrained_solve(m, *con, w, q, qd, M, f, w.a.data(), with_rhs ? w.qfrc.data() : nullptr, true);
         if (st != OK) return st;
-        for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
+        if (with_rhs)
+            for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
         constrained = true;
     }
     return OK;
@@ -609,7 +615,7 @@ void semi_implicit_update(const Model &m, const Actuators &act, SimData<T> &w, d
 template <class T> int euler(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
                              T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
     bool constrained;
-    int st = single_step_start(m, act, w, q, qd, e, con, constrained);
+    int st = single_step_start(m, act, w, q, qd, e, con, constrained, o.implicit_damping);   // constrained: qacc alone
     if (st != OK) return st;
     if (!constrained || o.implicit_damping) {                          // (M + h B) a = rhs (step_matrix), or M a = rhs
         for (int j = 0; j < m.nv; j++) w.a[j] = w.rhs[j];
@@ -748,7 +754,7 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
         for (int i = 0; i < na; i++) act_sum[i] = stage == 0 ? 0.0 + B[0] * act_dot[i] : act_sum[i] + B[stage] * act_dot[i];
         bool constrained = false;
         if (con) {                                                     // the stage's constrained acceleration into f
-            int st = constrained_solve(m, *con, w, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
+            int st = constrained_solve(m, *con, w, qi, qdi, M, f, rhs, (T *)nullptr, stage == 3);   // qacc alone
             if (st != OK) return st;
             for (int j = 0; j < nv; j++) f[j] = rhs[j];
             constrained = true;

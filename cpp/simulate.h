@@ -28,7 +28,7 @@ struct ConstrainedRun {
     const Model &m;
     const Rollout *r = nullptr;
     ConstraintWork c;
-    std::vector<double> warm, diag;
+    std::vector<double> warm, diag, qfrc;                 // qfrc: qfrc_constraint for the observed fields when not asked
     int64_t ncon = -1, near = -1, step = 0, observed = 0;
     Observe obs;                                   // the observed fields (Rollout::observe): obs.out null when not asked
     const Actuators *act = nullptr;                // the step's actuators and workspace (their forces, xfrc_applied)
@@ -39,7 +39,7 @@ struct ConstrainedRun {
     int64_t iterations;
     Solution sol;
     explicit ConstrainedRun(const Model &model)
-        : m(model), c(model), warm(size_t(model.nv), 0.0), diag(size_t(model.nv)), obs(model),
+        : m(model), c(model), warm(size_t(model.nv), 0.0), diag(size_t(model.nv)), qfrc(size_t(model.nv)), obs(model),
           tolerance(model.opt_tolerance), iterations(model.opt_iterations) {}
 };
 
@@ -123,16 +123,17 @@ inline void solve_rows(ConstrainedRun &s, const Data<double> &stages, const doub
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
 }
 
-// constrained_accel after its solve: qacc, qfrc (discrete: J^T force, else balanced_constraint_force), the warm start
-// and the observed fields
+// constrained_accel after its solve: qacc, qfrc (discrete: J^T force, else balanced_constraint_force; qfrc null: not
+// asked, formed in s.qfrc for the observed fields alone), the warm start and the observed fields
 inline int constrained_end(ConstrainedRun &s, const Data<double> &stages, const double *q, const double *qd, double *qacc,
                            double *qfrc, bool update_warm, bool discrete) {
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
-    if (discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
-    else balanced_constraint_force(s.m, s.c, qfrc);                  // what (M - h D) a = f + qfrc integrates
+    const bool observed = s.obs.out && update_warm && s.step == s.observed;   // the last step's last evaluation
+    if (!qfrc && observed) qfrc = s.qfrc.data();
+    if (qfrc && discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
+    else if (qfrc) balanced_constraint_force(s.m, s.c, qfrc);          // what (M - h D) a = f + qfrc integrates
     if (update_warm) std::copy(qacc, qacc + s.m.nv, s.warm.begin());
-    if (s.obs.out && update_warm && s.step == s.observed)            // the last step's last evaluation: the observed
-        observe_accel(s, stages, q, qd, qacc, qfrc);                 // fields once (the rollout keeps the last step's)
+    if (observed) observe_accel(s, stages, q, qd, qacc, qfrc);        // once (the rollout keeps the last step's)
     return OK;
 }
 
