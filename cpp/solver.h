@@ -2084,19 +2084,27 @@ inline bool gathers_islands(const Model &m, const ConstraintWork &w) {
 inline void island_model(const Model &m, ConstraintWork &w, const Rows &all, const Island &island, Model &mi,
                          bool contacts = true) {
     const size_t n = island.dofs.size();
+    const int *dofs = island.dofs.data();
     w.island_rowadr.resize(n), w.island_rownnz.resize(n), w.island_parent.resize(n);
-    w.island_colind.clear();
-    for (size_t a = 0; a < n; a++) w.island_local[size_t(island.dofs[a])] = int64_t(a);
-    for (size_t a = 0; a < n; a++) {
-        const int j = island.dofs[a];
-        const int64_t adr = m.M_rowadr[j], nnz = m.M_rownnz[j], at = int64_t(w.island_colind.size());
-        w.island_rowadr[a] = at, w.island_rownnz[a] = nnz;
+    size_t nnz_all = 0;
+    for (size_t a = 0; a < n; a++) w.island_local[size_t(dofs[a])] = int64_t(a), nnz_all += size_t(m.M_rownnz[dofs[a]]);
+    w.island_colind.resize(nnz_all);
+    int64_t *colind = w.island_colind.data();
+    for (size_t a = 0, at = 0; a < n; a++) {                           // the pattern in the island's numbers
+        const int j = dofs[a];
+        const int64_t adr = m.M_rowadr[j], nnz = m.M_rownnz[j];
+        w.island_rowadr[a] = int64_t(at), w.island_rownnz[a] = nnz;
         w.island_parent[a] = m.dof_parentid[j] < 0 ? -1 : w.island_local[size_t(m.dof_parentid[j])];
-        for (int64_t s = 0; s < nnz; s++) {
-            w.island_colind.push_back(w.island_local[size_t(m.M_colind[adr + s])]);
-            w.Mt[size_t(at + s)] = w.all_Mt[size_t(adr + s)], w.d.qL[size_t(at + s)] = w.all_qL[size_t(adr + s)];
-        }
+        for (int64_t s = 0; s < nnz; s++) colind[at++] = w.island_local[size_t(m.M_colind[adr + s])];
         w.d.qLinv[a] = w.all_qLinv[size_t(j)];
+    }
+    for (size_t a = 0, at = 0; a < n;) {                               // M's and its factor's entries: each run of rows
+        size_t b = a + 1;                                              // next to each other in every dof's layout whole
+        while (b < n && m.M_rowadr[dofs[b]] == m.M_rowadr[dofs[b - 1]] + m.M_rownnz[dofs[b - 1]]) b++;
+        const size_t adr = size_t(m.M_rowadr[dofs[a]]), len = size_t(m.M_rowadr[dofs[b - 1]] + m.M_rownnz[dofs[b - 1]]) - adr;
+        std::copy_n(w.all_Mt.begin() + ptrdiff_t(adr), len, w.Mt.begin() + ptrdiff_t(at));
+        std::copy_n(w.all_qL.begin() + ptrdiff_t(adr), len, w.d.qL.begin() + ptrdiff_t(at));
+        at += len, a = b;
     }
     mi.nv = int(n), mi.M_rowadr = w.island_rowadr.data(), mi.M_rownnz = w.island_rownnz.data();
     mi.M_colind = w.island_colind.data(), mi.dof_parentid = w.island_parent.data();
