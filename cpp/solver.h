@@ -1030,11 +1030,18 @@ inline int primal_start(const Model &m, ConstraintWork &w, const double *M, cons
             const Island &island = *w.start_of;
             for (int a = 0; a < nv; a++) w.Ma[size_t(a)] = w.start_Ma[size_t(island.dofs[size_t(a)])];
             w.cones.n = 0;
+            const int *rows = island.rows.data();
+            double *jar = w.jar.data(), *force = w.force.data();
+            int *state = w.state.data();
+            const double *start_jar = w.start_jar.data(), *start_force = w.start_force.data();
+            const int *start_state = w.start_state.data();
             for (int c = 0; c < n; c++) {
-                size_t i = size_t(island.rows[size_t(c)]);
-                w.jar[size_t(c)] = w.start_jar[i], w.force[size_t(c)] = w.start_force[i], w.state[size_t(c)] = w.start_state[i];
-                if (w.start_cone[i] >= 0) add_cone(w.cones, c, w.start_cones, w.start_cone[i]);   // rows ascending: update's order
+                const int i = rows[c];
+                jar[c] = start_jar[i], force[c] = start_force[i], state[c] = start_state[i];
             }
+            if (w.start_cones.n)                                       // rows ascending: update's order
+                for (int c = 0; c < n; c++)
+                    if (w.start_cone[size_t(rows[c])] >= 0) add_cone(w.cones, c, w.start_cones, w.start_cone[size_t(rows[c])]);
             return OK;
         }
         total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
