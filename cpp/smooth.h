@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "data.h"
@@ -689,6 +690,20 @@ template <class T> inline void subtract_scaled(T *__restrict y, const T *__restr
     for (int64_t s = 0; s < n; s++) y[s] = y[s] - a * x[s];
 }
 
+// f(D) with the depth D of a row on the tree's pattern a compile-time constant up to 5 (a free joint's chain: the loops
+// on it unrolled, the same operations), else f(depth)
+template <class F> inline void with_depth(int64_t depth, F &&f) {
+    switch (depth) {
+        case 0: f(std::integral_constant<int64_t, 0>()); break;
+        case 1: f(std::integral_constant<int64_t, 1>()); break;
+        case 2: f(std::integral_constant<int64_t, 2>()); break;
+        case 3: f(std::integral_constant<int64_t, 3>()); break;
+        case 4: f(std::integral_constant<int64_t, 4>()); break;
+        case 5: f(std::integral_constant<int64_t, 5>()); break;
+        default: f(depth);
+    }
+}
+
 // tree_cholesky's elimination of a row Lk of depth D (its ancestors anc): L_ij -= L_ki L_kj for its ancestors j <= i,
 // the loops unrolled (the same operations on each entry)
 template <int D, class T> inline void eliminate_row(const Model &m, T *L, const int64_t *anc, const T *__restrict Lk) {
@@ -732,13 +747,17 @@ template <class T> void tree_solve(const Model &m, const T *L, const T *inv, T *
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         T y = b[k] * inv[k];
         b[k] = y;
-        for (int64_t s = 0; s < depth; s++) b[anc[s]] = b[anc[s]] - Lk[s] * y;
+        with_depth(depth, [&](auto D) {
+            for (int64_t s = 0; s < D; s++) b[anc[s]] = b[anc[s]] - Lk[s] * y;
+        });
     }
     for (int k = 0; k < m.nv; k++) {                                   // L x = y
         const T *Lk = L + m.M_rowadr[k];
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         T y = b[k];
-        for (int64_t s = 0; s < depth; s++) y = y - Lk[s] * b[anc[s]];
+        with_depth(depth, [&](auto D) {
+            for (int64_t s = 0; s < D; s++) y = y - Lk[s] * b[anc[s]];
+        });
         b[k] = y * inv[k];
     }
 }

@@ -471,7 +471,9 @@ inline void tree_times(const Model &m, const double *M, const double *x, double 
         const double *Mi = M + adr[i];
         const int64_t *c = col + adr[i];
         double xi = x[i], yi = y[i];
-        for (int64_t s = 0; s < nnz[i] - 1; s++) yi += Mi[s] * x[c[s]], y[c[s]] += Mi[s] * xi;
+        with_depth(nnz[i] - 1, [&](auto D) {                           // a free joint's chain unrolled
+            for (int64_t s = 0; s < D; s++) yi += Mi[s] * x[c[s]], y[c[s]] += Mi[s] * xi;
+        });
         y[i] = yi;
     }
 }
