@@ -704,16 +704,6 @@ template <class F> inline void with_depth(int64_t depth, F &&f) {
     }
 }
 
-// tree_cholesky's elimination of a row Lk of depth D (its ancestors anc): L_ij -= L_ki L_kj for its ancestors j <= i,
-// the loops unrolled (the same operations on each entry)
-template <int D, class T> inline void eliminate_row(const Model &m, T *L, const int64_t *anc, const T *__restrict Lk) {
-    for (int a = 0; a < D; a++) {
-        T *__restrict Li = L + m.M_rowadr[anc[a]];
-        const T c = Lk[a];
-        for (int s = 0; s <= a; s++) Li[s] = Li[s] - c * Lk[s];
-    }
-}
-
 // L with M = L^T L on the sparse layout, in place, and the reciprocals of L's diagonal into inv (MuJoCo's mj_factorM and
 // qLDiagInv, as L^T L): eliminating the last dof first fills nothing in (row k's entries times its pivot's reciprocal,
 // then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's first). O(sum of depth^2) against
@@ -726,16 +716,9 @@ template <class T> bool tree_cholesky(const Model &m, T *L, T *inv) {
         T d = vsqrt(Lk[depth]), di = 1.0 / d;
         Lk[depth] = d, inv[k] = di;
         for (int64_t s = 0; s < depth; s++) Lk[s] = Lk[s] * di;
-        switch (depth) {                                               // M_ij -= L_ki L_kj, j <= i < k
-            case 0: break;
-            case 1: eliminate_row<1>(m, L, anc, Lk); break;            // a free joint's chain: depths up to 5, unrolled
-            case 2: eliminate_row<2>(m, L, anc, Lk); break;
-            case 3: eliminate_row<3>(m, L, anc, Lk); break;
-            case 4: eliminate_row<4>(m, L, anc, Lk); break;
-            case 5: eliminate_row<5>(m, L, anc, Lk); break;
-            default:
-                for (int64_t a = 0; a < depth; a++) subtract_scaled(L + m.M_rowadr[anc[a]], Lk, Lk[a], a + 1);
-        }
+        with_depth(depth, [&](auto D) {                               // M_ij -= L_ki L_kj, j <= i < k
+            for (int64_t a = 0; a < D; a++) subtract_scaled(L + m.M_rowadr[anc[a]], Lk, Lk[a], a + 1);
+        });
     }
     return true;
 }
